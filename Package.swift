@@ -1,0 +1,101 @@
+// swift-tools-version:6.1
+// Chorus — a conference-room server: mixed audio and forwarded video in one room, one UDP port.
+// Targets are flat and ordered along the pipeline; see docs/ARCHITECTURE.md for the graph.
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "Chorus",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "chorus", targets: ["chorus"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.5.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.1.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
+        // FullFoundation only: the ConfigurationSupport trait would build swift-configuration for nothing.
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.0", traits: ["FullFoundation"]),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.0.0"),
+    ],
+    targets: [
+        // System libraries (edge of the C world). The shim header wraps macros and variadics.
+        .systemLibrary(
+            name: "COpenSSL", pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]
+        ),
+
+        // Shared vocabulary: identifiers and their validation rules.
+        .target(name: "ChorusCore", swiftSettings: strict),
+
+        // Credentials: registration signatures, signed application requests, access tokens.
+        .target(name: "Auth", dependencies: ["ChorusCore", "COpenSSL"], swiftSettings: strict),
+
+        // Room actors on their own serial queues, and the registry that owns them.
+        .target(
+            name: "Rooms",
+            dependencies: ["ChorusCore", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict
+        ),
+
+        // SQLite through GRDB: migrations, records and stores (an edge target).
+        .target(
+            name: "Storage",
+            dependencies: ["ChorusCore", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strict
+        ),
+
+        // REST control plane over Hummingbird (an edge target).
+        .target(
+            name: "ControlAPI",
+            dependencies: [
+                "ChorusCore", "Auth", "Rooms", "Storage",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            resources: [.copy("Resources/openapi.yaml")],
+            swiftSettings: strict
+        ),
+
+        // Composition root: the CLI and the service group.
+        .executableTarget(
+            name: "chorus",
+            dependencies: [
+                "ChorusCore", "Auth", "Rooms", "Storage", "ControlAPI",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ],
+            swiftSettings: strict
+        ),
+
+        .testTarget(name: "ChorusCoreTests", dependencies: ["ChorusCore"]),
+        .testTarget(name: "AuthTests", dependencies: ["Auth", "ChorusCore"]),
+        .testTarget(name: "RoomsTests", dependencies: ["Rooms", "ChorusCore"]),
+        .testTarget(name: "StorageTests", dependencies: ["Storage", "ChorusCore"]),
+        .testTarget(
+            name: "ControlAPITests",
+            dependencies: [
+                "ControlAPI", "Storage", "Auth", "Rooms", "ChorusCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

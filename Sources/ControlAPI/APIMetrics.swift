@@ -1,0 +1,14 @@
+import Metrics
+
+/// The control plane's own counters, through swift-metrics (exported by swift-prometheus).
+struct APIMetrics: Sendable {
+    let openRooms = Gauge(label: "chorus_rooms_open")
+    let registrationsAccepted = Counter(label: "chorus_registrations_total", dimensions: [("result", "accepted")])
+    let registrationsReplayed = Counter(label: "chorus_registrations_total", dimensions: [("result", "replayed")])
+    let registrationsRefused = Counter(label: "chorus_registrations_total", dimensions: [("result", "refused")])
+    let statisticsStored = Counter(label: "chorus_statistics_uploads_total")
+
+    func countError(code: String) {
+        Counter(label: "chorus_http_errors_total", dimensions: [("code", code)]).increment()
+    }
+}

@@ -1,0 +1,29 @@
+import Dispatch
+
+/// Runs an actor's jobs on one serial `DispatchQueue`. Linux has no `DispatchSerialQueue`, and a
+/// plain `DispatchQueue` is not a `SerialExecutor`, so each Room gets this small adapter. The
+/// room's media timer (a `DispatchSourceTimer` on the same queue) can then enter the actor with
+/// `assumeIsolated` and no hop: one thread of control per room, no locks on the media path.
+public final class SerialQueueExecutor: SerialExecutor, @unchecked Sendable {
+    /// The queue every job of the owning actor runs on. Immutable after init.
+    public let queue: DispatchQueue
+
+    public init(label: String) {
+        queue = DispatchQueue(label: label)
+    }
+
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let unowned = UnownedJob(job)
+        queue.async {
+            unowned.runSynchronously(on: self.asUnownedSerialExecutor())
+        }
+    }
+
+    public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+        UnownedSerialExecutor(ordinary: self)
+    }
+
+    public func checkIsolated() {
+        dispatchPrecondition(condition: .onQueue(queue))
+    }
+}

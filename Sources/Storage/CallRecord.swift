@@ -1,0 +1,92 @@
+import Foundation
+import GRDB
+
+/// One participant's stay in one room: joined → established → ended, with the end cause and
+/// the server's own measurements (a JSON object) written at call end.
+public struct CallRecord: Codable, Sendable, Equatable, FetchableRecord, MutablePersistableRecord {
+    public static let databaseTableName = "call"
+    public var id: Int64?
+    public var callId: String
+    public var applicationId: Int64
+    public var roomId: String
+    public var userId: String
+    public var displayName: String?
+    /// "progressing", "established" or "ended".
+    public var state: String
+    public var joinedAt: Date
+    public var establishedAt: Date?
+    public var endedAt: Date?
+    /// "hungUp", "kicked", "timeout", "roomClosed", "failed" or "serverShutdown".
+    public var endCause: String?
+    /// JSON object of server-measured statistics, written when the call ends.
+    public var serverStats: String?
+
+    public init(callId: String, applicationId: Int64, roomId: String, userId: String,
+                displayName: String?, joinedAt: Date) {
+        self.callId = callId
+        self.applicationId = applicationId
+        self.roomId = roomId
+        self.userId = userId
+        self.displayName = displayName
+        self.state = "progressing"
+        self.joinedAt = joinedAt
+    }
+
+    public mutating func didInsert(_ inserted: InsertionSuccess) {
+        id = inserted.rowID
+    }
+}
+
+/// Filters of `GET /v1/calls`; nil fields do not filter.
+public struct CallFilter: Sendable, Equatable {
+    public var applicationId: Int64
+    public var roomId: String?
+    public var userId: String?
+    public var from: Date?
+    public var to: Date?
+
+    public init(applicationId: Int64, roomId: String? = nil, userId: String? = nil, from: Date? = nil,
+                to: Date? = nil) {
+        self.applicationId = applicationId
+        self.roomId = roomId
+        self.userId = userId
+        self.from = from
+        self.to = to
+    }
+}
+
+extension ChorusDatabase {
+    public func insertCall(_ record: CallRecord) async throws(StorageError) -> CallRecord {
+        try await write { db in
+            var record = record
+            try record.insert(db)
+            return record
+        }
+    }
+
+    /// Saves a call's changed fields (state transitions, end cause, server statistics).
+    public func updateCall(_ record: CallRecord) async throws(StorageError) {
+        try await write { db in try record.update(db) }
+    }
+
+    public func call(callId: String) async throws(StorageError) -> CallRecord? {
+        try await read { db in try CallRecord.filter(Column("callId") == callId).fetchOne(db) }
+    }
+
+    /// Calls of one application matching `filter`, oldest first, `limit` per page.
+    public func calls(_ filter: CallFilter, after token: PageToken?, limit: Int) async throws(StorageError)
+        -> Page<CallRecord>
+    {
+        try await read { db in
+            var request = CallRecord
+                .filter(Column("applicationId") == filter.applicationId)
+                .filter(Column("id") > (token?.afterRowID ?? 0))
+            if let roomId = filter.roomId { request = request.filter(Column("roomId") == roomId) }
+            if let userId = filter.userId { request = request.filter(Column("userId") == userId) }
+            if let from = filter.from { request = request.filter(Column("joinedAt") >= from) }
+            if let to = filter.to { request = request.filter(Column("joinedAt") < to) }
+            let rows = try request.order(Column("id")).limit(limit + 1).fetchAll(db)
+            return Self.page(rows, limit: limit) { $0.id ?? 0 }
+        }
+    }
+}

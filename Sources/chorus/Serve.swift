@@ -1,0 +1,101 @@
+import ArgumentParser
+import Auth
+import ControlAPI
+import Foundation
+import Hummingbird
+import Logging
+import Rooms
+import ServiceLifecycle
+import Storage
+
+/// `chorus serve`: the composition root. Opens storage, builds the room registry and the
+/// control API, and runs them in a ServiceGroup that drains on SIGTERM/SIGINT.
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Run the server.")
+
+    @Option(help: "HTTP listen address (env CHORUS_HTTP_HOST, default 0.0.0.0).") var httpHost: String?
+    @Option(help: "HTTP port (env CHORUS_HTTP_PORT, default 8080; 0 picks a free one).") var httpPort: Int?
+    @Option(help: "UDP media port for every participant (env CHORUS_MEDIA_PORT, default 10000).") var mediaPort: Int?
+    @Option(help: "Address announced in SDP candidates (env CHORUS_PUBLIC_IP, default 127.0.0.1).") var publicIp: String?
+    @Option(help: "trace, debug, info, notice, warning, error or critical (env CHORUS_LOG_LEVEL).") var logLevel: String?
+    @Option(help: "Requests per second per client address; 0 disables (env CHORUS_RATE_LIMIT, default 100).")
+    var rateLimit: Double?
+    @Option(help: "Seconds to stay up not-ready before stopping on SIGTERM (env CHORUS_DRAIN_SECONDS, default 0).")
+    var drainSeconds: Double?
+    @Flag(help: "Create a development application on an empty database and print a working curl line.")
+    var devApp = false
+    @OptionGroup var database: DatabaseOption
+
+    func run() async throws {
+        let level = Logger.Level(rawValue: logLevel ?? environment("LOG_LEVEL") ?? "info") ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "chorus")
+        let host = httpHost ?? environment("HTTP_HOST") ?? "0.0.0.0"
+        let port = httpPort ?? environment("HTTP_PORT").flatMap { Int($0) } ?? 8080
+        let media = mediaPort ?? environment("MEDIA_PORT").flatMap { Int($0) } ?? 10000
+        let announced = publicIp ?? environment("PUBLIC_IP") ?? "127.0.0.1"
+        let drain = drainSeconds ?? environment("DRAIN_SECONDS").flatMap { Double($0) } ?? 0
+        guard (0...65535).contains(port), (1...65535).contains(media) else {
+            throw ValidationError("ports must be between 1 and 65535")
+        }
+
+        let db = try ChorusDatabase(path: database.path)
+        let registry = RoomRegistry(logger: logger)
+        var config = ControlAPIConfiguration()
+        let rate = rateLimit ?? environment("RATE_LIMIT").flatMap { Double($0) } ?? 100
+        config.rateLimitPerSecond = rate > 0 ? rate : nil
+        let api = try await ControlAPI(database: db, registry: registry, configuration: config,
+                                       prometheus: Observability.prometheus())
+        try await api.reloadRooms()
+        let devApp = devApp || environment("DEV_APP") == "1"
+        let banner = devApp ? try await DevelopmentApplication.ensure(db) : nil
+
+        let app = Application(
+            router: api.makeRouter(),
+            configuration: .init(address: .hostname(host, port: port), serverName: "chorus"),
+            onServerRunning: { channel in
+                let bound = channel.localAddress?.port ?? port
+                logger.info("chorus listening", metadata: [
+                    "http": "\(host):\(bound)", "media": "udp/\(media)", "publicIp": "\(announced)",
+                    "db": "\(db.location)",
+                ])
+                if let banner {
+                    // Unbuffered: `make run` users and tests read it while the server runs.
+                    FileHandle.standardOutput.write(Data((banner.text(host: host, port: bound) + "\n").utf8))
+                }
+            },
+            logger: logger)
+        let group = ServiceGroup(configuration: .init(
+            services: [
+                .init(service: app),
+                .init(service: DrainService(api: api, registry: registry, drainSeconds: drain, logger: logger)),
+            ],
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger))
+        try await group.run()
+        logger.info("chorus stopped")
+    }
+}
+
+/// On graceful shutdown: become not-ready, wait the drain period so load balancers notice,
+/// then close every room. Listed after the HTTP server so that it is shut down first.
+struct DrainService: Service {
+    let api: ControlAPI
+    let registry: RoomRegistry
+    let drainSeconds: Double
+    let logger: Logger
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        api.beginDraining()
+        logger.info("draining", metadata: ["seconds": "\(drainSeconds)"])
+        if drainSeconds > 0 {
+            try? await Task.sleep(for: .milliseconds(Int(drainSeconds * 1000)))
+        }
+        await registry.closeAll()
+    }
+}
