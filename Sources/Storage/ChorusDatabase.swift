@@ -17,11 +17,6 @@ public final class ChorusDatabase: Sendable {
     public init(path: String) throws(StorageError) {
         var config = Configuration()
         config.busyMode = .timeout(5)
-        config.prepareDatabase { db in
-            // FULL makes each WAL commit durable before it returns; NORMAL could lose the last
-            // acknowledged registration sequence or statistics upload on power loss.
-            try db.execute(sql: "PRAGMA synchronous = FULL")
-        }
         location = path
         do {
             if path == ":memory:" {
@@ -29,6 +24,11 @@ public final class ChorusDatabase: Sendable {
             } else {
                 writer = try DatabasePool(path: path, configuration: config)
             }
+            // FULL makes each WAL commit durable before it returns; NORMAL (GRDB's choice for WAL,
+            // applied after `prepareDatabase`) could lose the last acknowledged registration
+            // sequence or statistics upload on power loss. The pool has one long-lived writer
+            // connection, so setting it here covers every write.
+            try writer.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
             try Self.migrator.migrate(writer)
         } catch {
             throw StorageError.unavailable("cannot open database at \(path): \(error)")
@@ -88,5 +88,13 @@ public enum StorageError: Error, Equatable, Sendable {
         default:
             self = .unavailable(db.message ?? "\(db.resultCode)")
         }
+    }
+}
+
+extension ChorusDatabase {
+    /// The value of a read-only PRAGMA, as text (for operations and tests).
+    public func pragma(_ name: String) async throws(StorageError) -> String? {
+        guard name.allSatisfy({ $0.isLetter || $0 == "_" }) else { return nil }
+        return try await write { db in try String.fetchOne(db, sql: "PRAGMA \(name)") }
     }
 }
