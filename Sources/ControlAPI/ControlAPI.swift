@@ -69,7 +69,7 @@ public final class ControlAPI: Sendable {
 
     /// The router with every route and middleware.
     public func makeRouter() -> Router<ChorusRequestContext> {
-        let router = Router(context: ChorusRequestContext.self)
+        let router = Router(context: ChorusRequestContext.self, options: .autoGenerateHeadEndpoints)
         router.add(middleware: ErrorMiddleware(metrics: metrics))
         router.add(middleware: MetricsMiddleware())
         if let rate = configuration.rateLimitPerSecond, rate > 0 {

@@ -1,4 +1,5 @@
 import ChorusCore
+import Foundation
 import Hummingbird
 import Logging
 import NIOCore
@@ -58,9 +59,12 @@ extension ChorusRequestContext {
         }
     }
 
-    /// A validated path parameter.
+    /// A validated path parameter, percent-decoded first (browsers send `=` as `%3D`).
     func parameter<T>(_ name: String, _ make: (String) throws(IdentifierError) -> T) throws(APIError) -> T {
-        try validated(parameters.get(name) ?? "", make)
+        guard let decoded = (parameters.get(name) ?? "").removingPercentEncoding else {
+            throw APIError.badRequest("invalidPath", "the path has a malformed percent-encoding")
+        }
+        return try validated(decoded, make)
     }
 }
 

@@ -73,11 +73,17 @@ extension ChorusDatabase {
         }
     }
 
-    /// Saves new settings of an open room; nil when there is no such open room.
-    public func updateRoom(_ record: RoomRecord) async throws(StorageError) -> RoomRecord {
+    /// Saves new settings of a room that is still open; nil when it was closed meanwhile (a
+    /// whole-row update would write back the `closedAt = nil` it read and reopen the room).
+    public func updateRoomSettings(_ record: RoomRecord) async throws(StorageError) -> RoomRecord? {
         try await write { db in
-            try record.update(db)
-            return record
+            try db.execute(
+                sql: """
+                    UPDATE room SET maxParticipants = ?, mixedSpeakers = ?, videoSlots = ?
+                    WHERE id = ? AND closedAt IS NULL
+                    """,
+                arguments: [record.maxParticipants, record.mixedSpeakers, record.videoSlots, record.id])
+            return db.changesCount == 1 ? record : nil
         }
     }
 

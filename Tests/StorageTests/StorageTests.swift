@@ -113,3 +113,19 @@ struct StorageTests {
         #expect(try await db.statistics(callId: call.callId).map(\.statisticsId) == ["s1", "s4"])
     }
 }
+
+@Suite("Storage races")
+struct StorageRaceTests {
+    @Test func settingsUpdateNeverReopensAClosedRoom() async throws {
+        let db = try ChorusDatabase(path: temporaryDatabasePath())
+        let app = try await db.insertApplication(ApplicationRecord(
+            key: ApplicationKey(randomBytes: Array(repeating: 4, count: 16)), secret: "eA==", name: "t",
+            createdAt: Date()))
+        var room = try await db.insertRoom(RoomRecord(applicationId: app.id!, roomId: "x", maxParticipants: 10,
+                                                      mixedSpeakers: 3, videoSlots: 4, createdAt: Date()))
+        _ = try await db.closeRoom(applicationId: app.id!, roomId: "x", at: Date())
+        room.videoSlots = 2
+        #expect(try await db.updateRoomSettings(room) == nil)
+        #expect(try await db.openRoom(applicationId: app.id!, roomId: "x") == nil)
+    }
+}

@@ -11,7 +11,8 @@ extension ControlAPI {
         }
         router.route(&routes, .get, "/readyz") { _, _ in
             guard !self.isDraining else {
-                throw APIError(.serviceUnavailable, "draining", "the server is shutting down")
+                throw APIError(.serviceUnavailable, "draining", "the server is shutting down",
+                               headers: [.retryAfter: "5"])
             }
             // Ready means the database answers.
             _ = try await self.database.applicationCount()

@@ -121,7 +121,8 @@ extension ControlAPI {
         updated.maxParticipants = settings.maxParticipants
         updated.mixedSpeakers = settings.mixedSpeakers
         updated.videoSlots = settings.videoSlots
-        updated = try await database.updateRoom(updated)
+        guard let saved = try await database.updateRoomSettings(updated) else { throw APIError.roomNotFound }
+        updated = saved
         if let key = app.applicationKey, let id = try? RoomID(validating: record.roomId) {
             // A room closed concurrently simply keeps its old settings.
             _ = try? await registry.room(for: RoomKey(application: key, room: id))?.update(settings: settings)

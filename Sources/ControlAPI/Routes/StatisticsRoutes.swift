@@ -66,14 +66,10 @@ extension ControlAPI {
         guard let text = String(validating: body.readableBytesView, as: UTF8.self) else {
             throw APIError.badRequest("invalidJson", "the body must be UTF-8 JSON")
         }
-        let parsed: Any
-        do {
-            parsed = try JSONSerialization.jsonObject(with: Data(body.readableBytesView), options: [])
-        } catch {
-            throw APIError.badRequest("invalidJson", "the body is not valid JSON")
-        }
-        guard parsed is [String: Any] else {
-            throw APIError.badRequest("notAnObject", "statistics must be a JSON object")
+        switch StrictJSON.classify(Array(body.readableBytesView)) {
+        case .object: break
+        case .notAnObject: throw APIError.badRequest("notAnObject", "statistics must be a JSON object")
+        case .invalid: throw APIError.badRequest("invalidJson", "the body is not valid JSON (RFC 8259)")
         }
         return text
     }
