@@ -46,8 +46,9 @@ unit: deps build
 interop: deps venv build
 	CHORUS_BIN=$(CURDIR)/.build/debug/chorus $(PY) -m pytest Tests/Interop -q -p no:cacheprovider
 
+# Benchmarks build in their own scratch folder: the manifest differs with CHORUS_BENCHMARKS set.
 bench: deps
-	cd Benchmarks && swift package benchmark
+	CHORUS_BENCHMARKS=1 swift package --scratch-path .build-bench --disable-sandbox benchmark
 
 clean:
 	rm -rf .build $(VENV) $(OUTPUT)

@@ -1,6 +1,7 @@
 // swift-tools-version:6.1
 // Chorus — a conference-room server: mixed audio and forwarded video in one room, one UDP port.
 // Targets are flat and ordered along the pipeline; see docs/ARCHITECTURE.md for the graph.
+import Foundation
 import PackageDescription
 
 let strict: [SwiftSetting] = [
@@ -99,3 +100,16 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// Benchmarks (ordo-one/benchmark) live in Benchmarks/ and join the package only when
+// CHORUS_BENCHMARKS is set (`make bench`), so `make test` and CI never build the harness.
+if ProcessInfo.processInfo.environment["CHORUS_BENCHMARKS"] != nil {
+    package.dependencies.append(
+        .package(url: "https://github.com/ordo-one/benchmark.git", from: "1.38.0", traits: ["MallocInterposer"]))
+    package.targets.append(
+        .executableTarget(
+            name: "ControlPlane",
+            dependencies: ["Auth", "ChorusCore", .product(name: "Benchmark", package: "benchmark")],
+            path: "Benchmarks/ControlPlane",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]))
+}

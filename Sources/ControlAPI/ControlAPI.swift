@@ -72,6 +72,8 @@ public final class ControlAPI: Sendable {
         let router = Router(context: ChorusRequestContext.self, options: .autoGenerateHeadEndpoints)
         router.add(middleware: ErrorMiddleware(metrics: metrics))
         router.add(middleware: MetricsMiddleware())
+        // One structured access-log line per request, carrying hb.request.id (= x-request-id).
+        router.add(middleware: LogRequestsMiddleware(.info))
         if let rate = configuration.rateLimitPerSecond, rate > 0 {
             router.add(middleware: RateLimitMiddleware(limiter: RateLimiter(perSecond: rate, burst: rate * 2)))
         }
