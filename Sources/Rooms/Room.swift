@@ -41,7 +41,7 @@ public actor Room {
     public func close() -> Bool {
         guard !isClosed else { return false }
         isClosed = true
-        logger.info("room closed")
+        logger.info("room stopped")
         return true
     }
 }

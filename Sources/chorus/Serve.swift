@@ -42,6 +42,7 @@ struct Serve: AsyncParsableCommand {
         guard (0...65535).contains(port), (1...65535).contains(media) else {
             throw ValidationError("ports must be between 1 and 65535")
         }
+        guard (0...3600).contains(drain) else { throw ValidationError("drain seconds must be between 0 and 3600") }
 
         let db = try ChorusDatabase(path: database.path)
         let registry = RoomRegistry(logger: logger)
