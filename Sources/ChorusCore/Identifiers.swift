@@ -29,29 +29,15 @@ public struct IdentifierError: Error, Equatable, Sendable, CustomStringConvertib
     }
 }
 
-/// A room's identifier within one application: 1–64 characters from `A–Z a–z 0–9 - _ =`.
-public struct RoomID: Hashable, Sendable, Codable, CustomStringConvertible {
-    public static let maxLength = 64
-    public let rawValue: String
+/// An identifier that is validated on construction and travels as a JSON string.
+public protocol ValidatedIdentifier: Hashable, Sendable, Codable, CustomStringConvertible {
+    var rawValue: String { get }
+    init(validating rawValue: String) throws(IdentifierError)
+}
 
-    /// Validates `rawValue`; throws an `IdentifierError` with code `invalidRoomId` naming the rule.
-    public init(validating rawValue: String) throws(IdentifierError) {
-        guard !rawValue.isEmpty, rawValue.utf8.count <= Self.maxLength else {
-            throw IdentifierError(
-                code: "invalidRoomId",
-                description: "roomId must be 1 to \(Self.maxLength) characters long")
-        }
-        guard IdentifierRule.isURLSafe(rawValue) else {
-            throw IdentifierError(
-                code: "invalidRoomId",
-                description: "roomId may contain only A-Z a-z 0-9 - _ =")
-        }
-        self.rawValue = rawValue
-    }
-
+extension ValidatedIdentifier {
     public init(from decoder: any Decoder) throws {
-        let value = try decoder.singleValueContainer().decode(String.self)
-        try self.init(validating: value)
+        try self.init(validating: try decoder.singleValueContainer().decode(String.self))
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -62,35 +48,43 @@ public struct RoomID: Hashable, Sendable, Codable, CustomStringConvertible {
     public var description: String { rawValue }
 }
 
+extension IdentifierRule {
+    /// Checks 1…`maxBytes` bytes from the URL-safe set; the error names `field` and its rule.
+    static func checkURLSafe(_ value: String, maxBytes: Int, field: String, code: String, unit: String)
+        throws(IdentifierError)
+    {
+        guard !value.isEmpty, value.utf8.count <= maxBytes else {
+            throw IdentifierError(code: code, description: "\(field) must be 1 to \(maxBytes) \(unit) long")
+        }
+        guard isURLSafe(value) else {
+            throw IdentifierError(code: code, description: "\(field) may contain only A-Z a-z 0-9 - _ =")
+        }
+    }
+}
+
+/// A room's identifier within one application: 1–64 characters from `A–Z a–z 0–9 - _ =`.
+public struct RoomID: ValidatedIdentifier {
+    public static let maxLength = 64
+    public let rawValue: String
+
+    /// Validates `rawValue`; throws an `IdentifierError` with code `invalidRoomId` naming the rule.
+    public init(validating rawValue: String) throws(IdentifierError) {
+        // The alphabet is ASCII, so bytes and characters agree on every valid ID.
+        try IdentifierRule.checkURLSafe(rawValue, maxBytes: Self.maxLength, field: "roomId", code: "invalidRoomId",
+                                        unit: "characters")
+        self.rawValue = rawValue
+    }
+}
+
 /// A user's identifier within one application: 1–255 bytes from `A–Z a–z 0–9 - _ =`.
-public struct UserID: Hashable, Sendable, Codable, CustomStringConvertible {
+public struct UserID: ValidatedIdentifier {
     public static let maxBytes = 255
     public let rawValue: String
 
     /// Validates `rawValue`; throws an `IdentifierError` with code `invalidUserId` naming the rule.
     public init(validating rawValue: String) throws(IdentifierError) {
-        guard !rawValue.isEmpty, rawValue.utf8.count <= Self.maxBytes else {
-            throw IdentifierError(
-                code: "invalidUserId",
-                description: "userId must be 1 to \(Self.maxBytes) bytes long")
-        }
-        guard IdentifierRule.isURLSafe(rawValue) else {
-            throw IdentifierError(
-                code: "invalidUserId",
-                description: "userId may contain only A-Z a-z 0-9 - _ =")
-        }
+        try IdentifierRule.checkURLSafe(rawValue, maxBytes: Self.maxBytes, field: "userId", code: "invalidUserId",
+                                        unit: "bytes")
         self.rawValue = rawValue
     }
-
-    public init(from decoder: any Decoder) throws {
-        let value = try decoder.singleValueContainer().decode(String.self)
-        try self.init(validating: value)
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(rawValue)
-    }
-
-    public var description: String { rawValue }
 }

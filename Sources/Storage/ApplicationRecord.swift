@@ -33,11 +33,7 @@ public struct ApplicationRecord: Codable, Sendable, Equatable, FetchableRecord, 
 extension ChorusDatabase {
     /// Stores a new application.
     public func insertApplication(_ record: ApplicationRecord) async throws(StorageError) -> ApplicationRecord {
-        try await write { db in
-            var record = record
-            try record.insert(db)
-            return record
-        }
+        try await insert(record)
     }
 
     public func application(key: String) async throws(StorageError) -> ApplicationRecord? {

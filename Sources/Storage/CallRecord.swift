@@ -57,11 +57,7 @@ public struct CallFilter: Sendable, Equatable {
 
 extension ChorusDatabase {
     public func insertCall(_ record: CallRecord) async throws(StorageError) -> CallRecord {
-        try await write { db in
-            var record = record
-            try record.insert(db)
-            return record
-        }
+        try await insert(record)
     }
 
     /// Saves a call's changed fields (state transitions, end cause, server statistics).

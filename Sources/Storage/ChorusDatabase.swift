@@ -51,6 +51,15 @@ public final class ChorusDatabase: Sendable {
         }
     }
 
+    /// Inserts a record and returns it with its new row id.
+    func insert<R: MutablePersistableRecord & Sendable>(_ record: R) async throws(StorageError) -> R {
+        try await write { db in
+            var record = record
+            try record.insert(db)
+            return record
+        }
+    }
+
     func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(StorageError) -> T {
         do {
             return try await writer.read(body)

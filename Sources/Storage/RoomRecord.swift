@@ -32,11 +32,7 @@ public struct RoomRecord: Codable, Sendable, Equatable, FetchableRecord, Mutable
 extension ChorusDatabase {
     /// Stores a new open room; `.conflict` when an open room with that ID exists.
     public func insertRoom(_ record: RoomRecord) async throws(StorageError) -> RoomRecord {
-        try await write { db in
-            var record = record
-            try record.insert(db)
-            return record
-        }
+        try await insert(record)
     }
 
     public func openRoom(applicationId: Int64, roomId: String) async throws(StorageError) -> RoomRecord? {
