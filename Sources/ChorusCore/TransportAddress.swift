@@ -1,0 +1,89 @@
+/// An IP address and port, as the media edge sees a datagram's source or destination. IPv4 is
+/// kept in 4 bytes, IPv6 in 16, so the value is small, hashable and allocation-free to compare.
+/// The media socket converts NIO's `SocketAddress` to and from this at the edge.
+public struct TransportAddress: Hashable, Sendable, CustomStringConvertible {
+    public enum Family: UInt8, Sendable { case ipv4 = 4, ipv6 = 6 }
+
+    public let family: Family
+    /// Address bytes in network order: the first 4 (IPv4) or all 16 (IPv6) are meaningful.
+    public let high: UInt64
+    public let low: UInt64
+    public let port: UInt16
+
+    /// nil unless `bytes` holds exactly 4 or 16 bytes.
+    public init?(bytes: [UInt8], port: UInt16) {
+        switch bytes.count {
+        case 4:
+            family = .ipv4
+            high = 0
+            low = bytes.reduce(0) { $0 << 8 | UInt64($1) }
+        case 16:
+            family = .ipv6
+            high = bytes[0..<8].reduce(0) { $0 << 8 | UInt64($1) }
+            low = bytes[8..<16].reduce(0) { $0 << 8 | UInt64($1) }
+        default:
+            return nil
+        }
+        self.port = port
+    }
+
+    /// The address bytes in network order (4 or 16).
+    public var bytes: [UInt8] {
+        switch family {
+        case .ipv4: return (0..<4).map { UInt8(truncatingIfNeeded: low >> (24 - 8 * UInt64($0))) }
+        case .ipv6:
+            return (0..<8).map { UInt8(truncatingIfNeeded: high >> (56 - 8 * UInt64($0))) }
+                + (0..<8).map { UInt8(truncatingIfNeeded: low >> (56 - 8 * UInt64($0))) }
+        }
+    }
+
+    /// Parses dotted IPv4 ("192.0.2.1"); IPv6 text is parsed at the edge with the system's inet_pton.
+    public init?(ipv4 text: String, port: UInt16) {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 4 else { return nil }
+        var bytes: [UInt8] = []
+        for part in parts {
+            guard part.count <= 3, let value = UInt8(part) else { return nil }
+            bytes.append(value)
+        }
+        self.init(bytes: bytes, port: port)
+    }
+
+    public var description: String {
+        switch family {
+        case .ipv4: return bytes.map(String.init).joined(separator: ".") + ":\(port)"
+        case .ipv6:
+            let words = stride(from: 0, to: 16, by: 2).map { i in String(UInt16(bytes[i]) << 8 | UInt16(bytes[i + 1]), radix: 16) }
+            return "[" + words.joined(separator: ":") + "]:\(port)"
+        }
+    }
+}
+
+/// Monotonic time handed to the sans-IO protocol engines: nanoseconds from an arbitrary origin.
+/// Engines never read a clock; their owner passes `now` in, and tests pass a simulated one.
+public struct MediaTime: Comparable, Hashable, Sendable, CustomStringConvertible {
+    public var nanoseconds: UInt64
+
+    public init(nanoseconds: UInt64) {
+        self.nanoseconds = nanoseconds
+    }
+
+    public static func milliseconds(_ ms: UInt64) -> MediaTime { MediaTime(nanoseconds: ms * 1_000_000) }
+    public static func seconds(_ s: UInt64) -> MediaTime { MediaTime(nanoseconds: s * 1_000_000_000) }
+
+    public static func < (lhs: MediaTime, rhs: MediaTime) -> Bool { lhs.nanoseconds < rhs.nanoseconds }
+
+    /// `self + duration`, saturating instead of overflowing.
+    public func adding(nanoseconds delta: UInt64) -> MediaTime {
+        MediaTime(nanoseconds: nanoseconds.addingReportingOverflow(delta).overflow ? .max : nanoseconds + delta)
+    }
+
+    public func adding(milliseconds delta: UInt64) -> MediaTime { adding(nanoseconds: delta &* 1_000_000) }
+
+    /// Nanoseconds from `earlier` to `self`, 0 when `earlier` is later.
+    public func nanoseconds(since earlier: MediaTime) -> UInt64 {
+        nanoseconds >= earlier.nanoseconds ? nanoseconds - earlier.nanoseconds : 0
+    }
+
+    public var description: String { "\(Double(nanoseconds) / 1e9)s" }
+}
