@@ -32,11 +32,22 @@ let package = Package(
             providers: [.apt(["libssl-dev"])]
         ),
 
+        .systemLibrary(
+            name: "CSRTP", pkgConfig: "libsrtp2",
+            providers: [.apt(["libsrtp2-dev"])]
+        ),
+
         // Shared vocabulary: identifiers and their validation rules.
         .target(name: "ChorusCore", swiftSettings: strict),
 
         // Credentials: registration signatures, signed application requests, access tokens.
         .target(name: "Auth", dependencies: ["ChorusCore", "COpenSSL"], swiftSettings: strict),
+
+        // SRTP/SRTCP behind a small seam; libsrtp2 today.
+        .target(name: "SRTP", dependencies: ["CSRTP"], swiftSettings: strict),
+
+        // DTLS 1.2 handshake with OpenSSL over memory (one datagram per record flight), sans-IO.
+        .target(name: "DTLS", dependencies: ["ChorusCore", "COpenSSL", "SRTP"], swiftSettings: strict),
 
         // Room actors on their own serial queues, and the registry that owns them.
         .target(
@@ -87,6 +98,8 @@ let package = Package(
 
         .testTarget(name: "ChorusCoreTests", dependencies: ["ChorusCore"]),
         .testTarget(name: "AuthTests", dependencies: ["Auth", "ChorusCore"]),
+        .testTarget(name: "SRTPTests", dependencies: ["SRTP"]),
+        .testTarget(name: "DTLSTests", dependencies: ["DTLS", "SRTP", "ChorusCore"]),
         .testTarget(name: "RoomsTests", dependencies: ["Rooms", "ChorusCore"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "ChorusCore"]),
         .testTarget(
