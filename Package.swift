@@ -43,6 +43,11 @@ let package = Package(
         // Credentials: registration signatures, signed application requests, access tokens.
         .target(name: "Auth", dependencies: ["ChorusCore", "COpenSSL"], swiftSettings: strict),
 
+        // RFC 8489 STUN messages, pure parse/serialize (sans-IO).
+        .target(name: "STUN", dependencies: ["ChorusCore", "COpenSSL"], swiftSettings: strict),
+        // ICE-lite server side and the client role for tests and load (sans-IO).
+        .target(name: "ICELite", dependencies: ["STUN", "ChorusCore"], swiftSettings: strict),
+
         // SRTP/SRTCP behind a small seam; libsrtp2 today.
         .target(name: "SRTP", dependencies: ["CSRTP"], swiftSettings: strict),
 
@@ -53,6 +58,21 @@ let package = Package(
         .target(
             name: "Rooms",
             dependencies: ["ChorusCore", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict
+        ),
+
+        // The one UDP media port: NIO datagram channel, vector reads, O(1) demux (an edge target).
+        .target(
+            name: "MediaSocket",
+            dependencies: [
+                "ChorusCore", "STUN",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: strict
         ),
 
@@ -98,6 +118,8 @@ let package = Package(
 
         .testTarget(name: "ChorusCoreTests", dependencies: ["ChorusCore"]),
         .testTarget(name: "AuthTests", dependencies: ["Auth", "ChorusCore"]),
+        .testTarget(name: "STUNTests", dependencies: ["STUN", "ChorusCore"]),
+        .testTarget(name: "ICELiteTests", dependencies: ["ICELite", "STUN", "ChorusCore"]),
         .testTarget(name: "SRTPTests", dependencies: ["SRTP"]),
         .testTarget(name: "DTLSTests", dependencies: ["DTLS", "SRTP", "ChorusCore"]),
         .testTarget(name: "RoomsTests", dependencies: ["Rooms", "ChorusCore"]),

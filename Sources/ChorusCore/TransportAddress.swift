@@ -87,3 +87,13 @@ public struct MediaTime: Comparable, Hashable, Sendable, CustomStringConvertible
 
     public var description: String { "\(Double(nanoseconds) / 1e9)s" }
 }
+
+import Dispatch
+
+extension MediaTime {
+    /// The monotonic clock. Only edges (the socket, a room's timer handler) read it; protocol
+    /// engines get `now` passed in.
+    public static func now() -> MediaTime {
+        MediaTime(nanoseconds: DispatchTime.now().uptimeNanoseconds)
+    }
+}
