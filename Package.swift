@@ -48,11 +48,22 @@ let package = Package(
         // ICE-lite server side and the client role for tests and load (sans-IO).
         .target(name: "ICELite", dependencies: ["STUN", "ChorusCore"], swiftSettings: strict),
 
+        // RTP (RFC 3550, RFC 8285, VP8 descriptor RFC 7741) and RTCP messages, pure parse/serialize.
+        .target(name: "RTP", dependencies: ["ChorusCore"], swiftSettings: strict),
+        .target(name: "RTCP", dependencies: ["ChorusCore"], swiftSettings: strict),
+
         // SRTP/SRTCP behind a small seam; libsrtp2 today.
         .target(name: "SRTP", dependencies: ["CSRTP"], swiftSettings: strict),
 
         // DTLS 1.2 handshake with OpenSSL over memory (one datagram per record flight), sans-IO.
         .target(name: "DTLS", dependencies: ["ChorusCore", "COpenSSL", "SRTP"], swiftSettings: strict),
+
+        // One participant's connection: classify, ICE, DTLS, SRTP, RTCP reports.
+        .target(
+            name: "PeerTransport",
+            dependencies: ["ChorusCore", "ICELite", "DTLS", "SRTP", "RTP", "RTCP"],
+            swiftSettings: strict
+        ),
 
         // Room actors on their own serial queues, and the registry that owns them.
         .target(
@@ -120,6 +131,13 @@ let package = Package(
         .testTarget(name: "AuthTests", dependencies: ["Auth", "ChorusCore"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN", "ChorusCore"]),
         .testTarget(name: "ICELiteTests", dependencies: ["ICELite", "STUN", "ChorusCore"]),
+        .testTarget(
+            name: "PeerTransportTests",
+            dependencies: [
+                "PeerTransport", "ChorusCore", "DTLS", "ICELite", "STUN", "SRTP", "RTP", "RTCP",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
+        ),
         .testTarget(name: "SRTPTests", dependencies: ["SRTP"]),
         .testTarget(name: "DTLSTests", dependencies: ["DTLS", "SRTP", "ChorusCore"]),
         .testTarget(name: "RoomsTests", dependencies: ["Rooms", "ChorusCore"]),

@@ -1,0 +1,113 @@
+import ChorusCore
+import RTCP
+import RTP
+
+/// What we sent on our RTCP SSRC, for sender reports (RFC 3550 §6.4.1).
+struct SendingState: Sendable {
+    var packets: UInt32 = 0
+    var octets: UInt32 = 0
+    /// The last RTP timestamp sent on the RTCP SSRC and when, to extrapolate the SR's timestamp.
+    var lastTimestamp: (rtp: UInt32, at: MediaTime, clockRate: UInt64)?
+    var sentSinceLastReport = false
+}
+
+extension PeerTransport {
+    /// Report interval: RFC 3550 §6.2's reduced minimum for a high-bandwidth session is below
+    /// 1 s; WebRTC stacks send about once a second. Randomized ×[0.5, 1.5] (§6.3.5).
+    static let reportIntervalNanoseconds: UInt64 = 1_000_000_000
+
+    func receiveRTCP(_ datagram: [UInt8], from source: TransportAddress)
+        -> Result<TransportEvent?, TransportDropReason>
+    {
+        guard validated.contains(source) else { return drop(.notValidated) }
+        guard let srtp else { return drop(.srtpNotReady) }
+        var packet = datagram
+        do {
+            try srtp.unprotectRTCP(&packet)
+        } catch {
+            return drop(error == .replayed ? .srtpReplay : .srtpAuthentication)
+        }
+        guard let compound = try? RTCPCompoundPacket(parsing: packet) else { return drop(.malformed) }
+        counters.rtcpReceived &+= 1
+        for slice in compound.packetSlices {
+            if case .senderReport(let report)? = try? RTCPPacket(parsing: slice) {
+                streams[report.ssrc]?.recordSenderReport(report.ntpTimestamp, at: lastReceiveTime)
+            }
+        }
+        return .success(.rtcp(packet))
+    }
+
+    /// Protects an RTP packet and sends it to the peer; false when not connected yet.
+    @discardableResult
+    public func sendRTP(_ packet: [UInt8], now: MediaTime) -> Bool {
+        guard let srtp, let destination, let header = try? RTPHeader(parsing: packet) else { return false }
+        var protected = packet
+        guard (try? srtp.protectRTP(&protected)) != nil else { return false }
+        sink.send(protected, to: destination)
+        counters.packetsSent &+= 1
+        counters.bytesSent &+= UInt64(protected.count)
+        if header.ssrc == configuration.rtcpSSRC {
+            sending.packets &+= 1
+            sending.octets &+= UInt32(truncatingIfNeeded: header.payloadRange.count)
+            let rate = configuration.clockRates[header.payloadType.rawValue] ?? 48_000
+            sending.lastTimestamp = (header.timestamp, now, rate)
+            sending.sentSinceLastReport = true
+        }
+        return true
+    }
+
+    /// Protects an RTCP compound packet and sends it; false when not connected yet.
+    @discardableResult
+    public func sendRTCP(_ compound: [UInt8]) -> Bool {
+        guard let srtp, let destination else { return false }
+        var protected = compound
+        guard (try? srtp.protectRTCP(&protected)) != nil else { return false }
+        sink.send(protected, to: destination)
+        counters.rtcpSent &+= 1
+        return true
+    }
+
+    func sendReportIfDue(now: MediaTime) {
+        guard isConnected else { return }
+        guard let due = nextReportAt else {
+            nextReportAt = now.adding(nanoseconds: Self.reportIntervalNanoseconds / 2)
+            return
+        }
+        guard now >= due else { return }
+        _ = sendRTCP(makeReport(now: now))
+        nextReportAt = now.adding(nanoseconds: randomizedInterval())
+    }
+
+    /// SR when we sent RTP since the last report, else RR; report blocks for every stream we
+    /// receive (at most 31); SDES CNAME as RFC 3550 §6.1 requires in every compound.
+    func makeReport(now: MediaTime) -> [UInt8] {
+        var blocks: [ReportBlock] = []
+        for ssrc in streams.keys.sorted().prefix(31) {
+            if let block = streams[ssrc]?.reportBlock(at: now) { blocks.append(block) }
+        }
+        var out: [UInt8] = []
+        let ssrc = configuration.rtcpSSRC
+        if sending.sentSinceLastReport, let last = sending.lastTimestamp {
+            let elapsed = now.nanoseconds(since: last.at)
+            let rtp = last.rtp &+ UInt32(truncatingIfNeeded: elapsed / 1_000 &* last.clockRate / 1_000_000)
+            let report = SenderReport(
+                ssrc: ssrc, ntpTimestamp: configuration.ntpReference.ntp(at: now), rtpTimestamp: rtp,
+                packetCount: sending.packets, octetCount: sending.octets, reportBlocks: RTCPItemList(blocks))
+            try? report.serialize(into: &out)
+        } else {
+            try? ReceiverReport(ssrc: ssrc, reportBlocks: RTCPItemList(blocks)).serialize(into: &out)
+        }
+        sending.sentSinceLastReport = false
+        try? SourceDescription(source: ssrc, cname: configuration.cname)?.serialize(into: &out)
+        return out
+    }
+
+    /// 0.5–1.5 × the interval, from a small xorshift generator seeded by our SSRC.
+    func randomizedInterval() -> UInt64 {
+        rtcpRandom ^= rtcpRandom << 13
+        rtcpRandom ^= rtcpRandom >> 7
+        rtcpRandom ^= rtcpRandom << 17
+        let interval = Self.reportIntervalNanoseconds
+        return interval / 2 + rtcpRandom % interval
+    }
+}

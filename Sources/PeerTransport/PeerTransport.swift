@@ -1,0 +1,195 @@
+import ChorusCore
+import DTLS
+import ICELite
+import RTCP
+import RTP
+import SRTP
+
+/// Everything one peer transport needs from the offer/answer.
+public struct PeerTransportConfiguration: Sendable {
+    public var localICE: ICECredentials
+    public var remoteICE: ICECredentials
+    public var dtlsRole: DTLSRole
+    public var remoteFingerprints: [DTLSFingerprint]
+    /// Our SSRC in RTCP (the SSRC of the stream we always send: the audio mix).
+    public var rtcpSSRC: SSRC
+    public var cname: String
+    /// RTP clock rate per payload type the peer sends (48 kHz Opus, 90 kHz video).
+    public var clockRates: [UInt8: UInt64]
+    /// How long a join may take to see its first valid ICE check, and consent's lifetime.
+    public var consentTimeoutNanoseconds: UInt64 = 30_000_000_000
+    /// Wall clock (NTP) at a known monotonic instant, for sender reports.
+    public var ntpReference: NTPClockReference
+
+    public init(localICE: ICECredentials, remoteICE: ICECredentials, dtlsRole: DTLSRole,
+                remoteFingerprints: [DTLSFingerprint], rtcpSSRC: SSRC, cname: String, clockRates: [UInt8: UInt64],
+                ntpReference: NTPClockReference) {
+        self.ntpReference = ntpReference
+        self.localICE = localICE
+        self.remoteICE = remoteICE
+        self.dtlsRole = dtlsRole
+        self.remoteFingerprints = remoteFingerprints
+        self.rtcpSSRC = rtcpSSRC
+        self.cname = cname
+        self.clockRates = clockRates
+    }
+}
+
+/// One participant's bundled WebRTC connection (ICE-lite, DTLS-SRTP, rtcp-mux) on the shared
+/// media port. Datagrams routed to the participant come in through `receive`; timers through
+/// `poll`; media goes out through `sendRTP`/`sendRTCP`, protected and handed to the
+/// `DatagramSink`. Classification follows RFC 7983. Owned by its room and used only on the
+/// room's queue; the protocol engines inside are sans-IO.
+public final class PeerTransport: @unchecked Sendable {
+    public let configuration: PeerTransportConfiguration
+    public internal(set) var counters = TransportCounters()
+    public internal(set) var isConnected = false
+    var ice: ICELiteAgent
+    let dtls: DTLSEndpoint
+    var srtp: (any SRTPTransform)?
+    let sink: any DatagramSink
+    /// Addresses that passed an ICE check: only these may carry DTLS and SRTP.
+    var validated: Set<TransportAddress> = []
+    /// Where our media goes: the nominated address (or, before nomination, the last validated).
+    public internal(set) var destination: TransportAddress?
+    let createdAt: MediaTime
+    var streams: [SSRC: ReceptionStatistics] = [:]
+    var sending = SendingState()
+    var nextReportAt: MediaTime?
+    var rtcpRandom: UInt64
+
+    public init(configuration: PeerTransportConfiguration, dtlsContext: DTLSContext, sink: any DatagramSink,
+                now: MediaTime) throws(DTLSError) {
+        self.configuration = configuration
+        self.ice = ICELiteAgent(local: configuration.localICE, remote: configuration.remoteICE,
+                                consentTimeoutNanoseconds: configuration.consentTimeoutNanoseconds)
+        self.dtls = try DTLSEndpoint(context: dtlsContext, role: configuration.dtlsRole,
+                                     remoteFingerprints: configuration.remoteFingerprints)
+        self.sink = sink
+        self.createdAt = now
+        self.rtcpRandom = UInt64(configuration.rtcpSSRC.rawValue) | 1
+    }
+
+    /// Handles one datagram routed to this participant.
+    public func receive(_ datagram: [UInt8], from source: TransportAddress, now: MediaTime)
+        -> Result<TransportEvent?, TransportDropReason>
+    {
+        lastReceiveTime = now
+        switch PacketClass(datagram) {
+        case .stun: return receiveSTUN(datagram, from: source, now: now)
+        case .dtls: return receiveDTLS(datagram, from: source, now: now)
+        case .rtp: return receiveRTP(datagram, from: source, now: now)
+        case .rtcp: return receiveRTCP(datagram, from: source)
+        case .unknown: return drop(.unknownClass)
+        }
+    }
+
+    func drop(_ reason: TransportDropReason) -> Result<TransportEvent?, TransportDropReason> {
+        counters.packetsDropped &+= 1
+        return .failure(reason)
+    }
+
+    private func receiveSTUN(_ datagram: [UInt8], from source: TransportAddress, now: MediaTime)
+        -> Result<TransportEvent?, TransportDropReason>
+    {
+        counters.stunReceived &+= 1
+        switch ice.handle(datagram, from: source, now: now) {
+        case .respond(let bytes, let to):
+            sink.send(bytes, to: to)
+            let isNew = validated.insert(source).inserted
+            if destination == nil { destination = source }
+            return .success(isNew ? .addressValidated(source) : nil)
+        case .respondAndNominate(let bytes, let to):
+            sink.send(bytes, to: to)
+            validated.insert(source)
+            let changed = destination != source || !nominatedOnce
+            destination = source
+            nominatedOnce = true
+            startDTLSIfClient(now: now)
+            return .success(changed ? .nominated(source) : nil)
+        case .error(let bytes, let to, _):
+            sink.send(bytes, to: to)
+            return drop(.iceRefused)
+        case .drop:
+            return drop(.iceRefused)
+        }
+    }
+
+    var nominatedOnce = false
+    var lastReceiveTime = MediaTime(nanoseconds: 0)
+    var dtlsStarted = false
+
+    /// A DTLS client (offer said `a=setup:passive`) speaks first, once ICE has a path.
+    private func startDTLSIfClient(now: MediaTime) {
+        guard configuration.dtlsRole == .client, !dtlsStarted, let destination else { return }
+        dtlsStarted = true
+        for datagram in dtls.start(now: now).datagrams { sink.send(datagram, to: destination) }
+    }
+
+    private func receiveDTLS(_ datagram: [UInt8], from source: TransportAddress, now: MediaTime)
+        -> Result<TransportEvent?, TransportDropReason>
+    {
+        guard validated.contains(source) else { return drop(.dtlsBeforeICE) }
+        let output = dtls.handle(datagram, now: now)
+        for record in output.datagrams { sink.send(record, to: source) }
+        return .success(handleDTLSEvent(output.event))
+    }
+
+    func handleDTLSEvent(_ event: DTLSEvent?) -> TransportEvent? {
+        switch event {
+        case .connected(let keys):
+            do {
+                srtp = try LibSRTPTransform(keys)
+            } catch {
+                return .failed("SRTP setup: \(error)")
+            }
+            isConnected = true
+            return .connected(keys.profile)
+        case .failed(let error): return .failed("\(error)")
+        case .closed: return .closed
+        case nil: return nil
+        }
+    }
+
+    private func receiveRTP(_ datagram: [UInt8], from source: TransportAddress, now: MediaTime)
+        -> Result<TransportEvent?, TransportDropReason>
+    {
+        guard validated.contains(source) else { return drop(.notValidated) }
+        guard let srtp else { return drop(.srtpNotReady) }
+        var packet = datagram
+        do {
+            try srtp.unprotectRTP(&packet)
+        } catch {
+            return drop(error == .replayed ? .srtpReplay : .srtpAuthentication)
+        }
+        guard let header = try? RTPHeader(parsing: packet) else { return drop(.malformed) }
+        counters.packetsReceived &+= 1
+        counters.bytesReceived &+= UInt64(datagram.count)
+        let rate = configuration.clockRates[header.payloadType.rawValue] ?? 90_000
+        streams[header.ssrc, default: ReceptionStatistics(ssrc: header.ssrc, clockRate: rate)]
+            .record(sequenceNumber: header.sequenceNumber, timestamp: header.timestamp, at: now)
+        return .success(.rtp(packet))
+    }
+
+    /// Sends our own timers' work: DTLS retransmissions, consent checks, RTCP reports.
+    public func poll(now: MediaTime) -> TransportEvent? {
+        let retransmits = dtls.handleTimeout(now: now)
+        if let destination { for datagram in retransmits.datagrams { sink.send(datagram, to: destination) } }
+        if let event = handleDTLSEvent(retransmits.event) { return event }
+        if consentLost(now: now) { return .consentExpired }
+        sendReportIfDue(now: now)
+        return nil
+    }
+
+    /// No valid check within the timeout: since the last one, or since the join if none came.
+    func consentLost(now: MediaTime) -> Bool {
+        if nominatedOnce { return ice.consentExpired(now: now) }
+        return now.nanoseconds(since: createdAt) >= configuration.consentTimeoutNanoseconds
+    }
+
+    /// The earliest time `poll` has work to do.
+    public var nextDeadline: MediaTime {
+        let consent = ice.nextDeadline ?? createdAt.adding(nanoseconds: configuration.consentTimeoutNanoseconds)
+        return [dtls.nextDeadline, nextReportAt, consent].compactMap { $0 }.min() ?? consent
+    }
+}

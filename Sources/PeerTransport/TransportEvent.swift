@@ -1,0 +1,50 @@
+import ChorusCore
+import SRTP
+
+/// What one step of a `PeerTransport` means for its owner (the room). At most one per datagram,
+/// so the per-packet path allocates no event list.
+public enum TransportEvent: Sendable, Equatable {
+    /// A valid ICE check came from this address: route its non-STUN datagrams here too.
+    case addressValidated(TransportAddress)
+    /// The peer nominated this address (USE-CANDIDATE): media goes there from now on.
+    case nominated(TransportAddress)
+    /// DTLS finished and SRTP is keyed: the call is established.
+    case connected(SRTPProtectionProfile)
+    /// DTLS failed (e.g. the certificate does not match the offer's fingerprint).
+    case failed(String)
+    /// The peer closed DTLS (close_notify).
+    case closed
+    /// No valid ICE check for the consent timeout (RFC 7675), or none ever since the join.
+    case consentExpired
+    /// A decrypted RTP packet.
+    case rtp([UInt8])
+    /// A decrypted RTCP compound packet.
+    case rtcp([UInt8])
+}
+
+/// Counters of one connection, reported by the API and stored at call end.
+public struct TransportCounters: Sendable, Equatable, Codable {
+    public var packetsReceived: UInt64 = 0
+    public var bytesReceived: UInt64 = 0
+    public var packetsSent: UInt64 = 0
+    public var bytesSent: UInt64 = 0
+    public var rtcpReceived: UInt64 = 0
+    public var rtcpSent: UInt64 = 0
+    /// Datagrams dropped: SRTP authentication or replay failures, malformed packets.
+    public var packetsDropped: UInt64 = 0
+    public var stunReceived: UInt64 = 0
+
+    public init() {}
+}
+
+/// Why a datagram was dropped, for `/metrics` (a small fixed set of labels).
+public enum TransportDropReason: String, Error, Sendable, CaseIterable {
+    case iceRefused = "ice"
+    case notValidated = "unvalidated_source"
+    case dtlsBeforeICE = "dtls_before_ice"
+    case srtpNotReady = "srtp_not_ready"
+    case srtpAuthentication = "srtp_auth"
+    case srtpReplay = "srtp_replay"
+    case malformed = "malformed"
+    case unknownClass = "unknown_class"
+}
