@@ -48,6 +48,9 @@ let package = Package(
         // ICE-lite server side and the client role for tests and load (sans-IO).
         .target(name: "ICELite", dependencies: ["STUN", "ChorusCore"], swiftSettings: strict),
 
+        // SDP offer/answer (RFC 8866, JSEP): offer analysis against Chorus's shape, answer builder.
+        .target(name: "SDP", dependencies: ["ChorusCore"], swiftSettings: strict),
+
         // RTP (RFC 3550, RFC 8285, VP8 descriptor RFC 7741) and RTCP messages, pure parse/serialize.
         .target(name: "RTP", dependencies: ["ChorusCore"], swiftSettings: strict),
         .target(name: "RTCP", dependencies: ["ChorusCore"], swiftSettings: strict),
@@ -68,7 +71,11 @@ let package = Package(
         // Room actors on their own serial queues, and the registry that owns them.
         .target(
             name: "Rooms",
-            dependencies: ["ChorusCore", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "ChorusCore", "PeerTransport", "SDP", "DTLS", "ICELite", "RTCP",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
             swiftSettings: strict
         ),
 
@@ -116,7 +123,7 @@ let package = Package(
         .executableTarget(
             name: "chorus",
             dependencies: [
-                "ChorusCore", "Auth", "Rooms", "Storage", "ControlAPI",
+                "ChorusCore", "Auth", "Rooms", "Storage", "ControlAPI", "MediaSocket", "DTLS",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -138,6 +145,9 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
+        .testTarget(name: "SDPTests", dependencies: ["SDP", "ChorusCore"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "RTPTests", dependencies: ["RTP", "ChorusCore"]),
+        .testTarget(name: "RTCPTests", dependencies: ["RTCP", "ChorusCore"]),
         .testTarget(name: "SRTPTests", dependencies: ["SRTP"]),
         .testTarget(name: "DTLSTests", dependencies: ["DTLS", "SRTP", "ChorusCore"]),
         .testTarget(name: "RoomsTests", dependencies: ["Rooms", "ChorusCore"]),

@@ -7,6 +7,8 @@ struct APIMetrics: Sendable {
     let registrationsReplayed = Counter(label: "chorus_registrations_total", dimensions: [("result", "replayed")])
     let registrationsRefused = Counter(label: "chorus_registrations_total", dimensions: [("result", "refused")])
     let statisticsStored = Counter(label: "chorus_statistics_uploads_total")
+    let participantsProgressing = Gauge(label: "chorus_participants", dimensions: [("state", "progressing")])
+    let participantsEstablished = Gauge(label: "chorus_participants", dimensions: [("state", "established")])
 
     func countError(code: String) {
         Counter(label: "chorus_http_errors_total", dimensions: [("code", code)]).increment()

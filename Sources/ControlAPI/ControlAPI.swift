@@ -84,6 +84,8 @@ public final class ControlAPI: Sendable {
         addRoomRoutes(authenticated, &routes)
         addCallRoutes(authenticated, &routes)
         addStatisticsRoutes(authenticated, &routes)
+        addParticipantRoutes(authenticated, &routes)
+        addEventRoutes(authenticated, &routes)
         routes.addMethodNotAllowed(to: router)
         return router
     }

@@ -68,12 +68,7 @@ extension PeerTransport {
     }
 
     func sendReportIfDue(now: MediaTime) {
-        guard isConnected else { return }
-        guard let due = nextReportAt else {
-            nextReportAt = now.adding(nanoseconds: Self.reportIntervalNanoseconds / 2)
-            return
-        }
-        guard now >= due else { return }
+        guard isConnected, let due = nextReportAt, now >= due else { return }
         _ = sendRTCP(makeReport(now: now))
         nextReportAt = now.adding(nanoseconds: randomizedInterval())
     }

@@ -132,7 +132,12 @@ public final class PeerTransport: @unchecked Sendable {
         guard validated.contains(source) else { return drop(.dtlsBeforeICE) }
         let output = dtls.handle(datagram, now: now)
         for record in output.datagrams { sink.send(record, to: source) }
-        return .success(handleDTLSEvent(output.event))
+        let event = handleDTLSEvent(output.event)
+        if case .connected = event {
+            // First report half an interval after keys exist (RFC 3550 §6.2: initial interval halved).
+            nextReportAt = now.adding(nanoseconds: Self.reportIntervalNanoseconds / 2)
+        }
+        return .success(event)
     }
 
     func handleDTLSEvent(_ event: DTLSEvent?) -> TransportEvent? {

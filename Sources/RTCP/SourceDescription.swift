@@ -84,10 +84,10 @@ public struct SourceDescription: Sendable, Equatable {
         /// Bytes on the wire: SSRC, items, 1–4 null bytes.
         var encodedLength: Int { 4 + (itemBytes.count / 4 + 1) * 4 }
 
-        public func makeIterator() -> Items { Items(bytes: itemBytes) }
+        public func makeIterator() -> Iterator { Iterator(bytes: itemBytes) }
 
         /// Walks the items of a chunk; the parser has checked that they fit.
-        public struct Items: IteratorProtocol {
+        public struct Iterator: IteratorProtocol {
             let bytes: ArraySlice<UInt8>
             var offset = 0
 

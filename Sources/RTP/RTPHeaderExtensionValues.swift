@@ -3,7 +3,7 @@
 /// packet's audio level in -dBov (0 is loudest, 127 is silence). The mixer reads it to pick its
 /// top-N speakers without decoding; it is also written on the mixed stream.
 public struct AudioLevelIndication: Sendable, Equatable {
-    public var voiceActivity: Bool
+    public let voiceActivity: Bool
     /// -dBov, 0…127.
     public let level: UInt8
 

@@ -1,13 +1,17 @@
 import ChorusCore
 import Dispatch
+import Foundation
 import Logging
+import PeerTransport
 
-/// One conference room. An actor whose executor is its own serial `DispatchQueue`, so that its
-/// media work (the mixer tick, packet handling, added by the media issues) and its control calls
-/// (settings, close) all run on one thread of control without locks.
+/// One conference room. An actor whose executor is its own serial `DispatchQueue`: packet
+/// handling (datagrams hop onto the queue from the socket), the 20 ms tick (a
+/// `DispatchSourceTimer` on the same queue) and control calls (join, mute, kick, close) all run
+/// on one thread of control, without locks.
 ///
-/// Driven by `RoomRegistry` (create, close) and by the control API through the registry
-/// (settings). It never touches sockets or storage: what leaves it are return values.
+/// Driven by `RoomRegistry` (open, close) and by the control API through the registry. It never
+/// touches sockets or storage: datagrams leave through the `MediaEnvironment`'s sink, and what
+/// happened leaves as `RoomEvent`s to the observer and the event-stream subscribers.
 public actor Room {
     public let key: RoomKey
     private let executor: SerialQueueExecutor
@@ -15,18 +19,26 @@ public actor Room {
 
     public private(set) var settings: RoomSettings
     public private(set) var isClosed = false
-    private let logger: Logger
+    let logger: Logger
+    let media: MediaEnvironment?
+    let observer: RoomEventObserver?
+    var log = RoomEventLog()
+    var participants: [CallID: Participant] = [:]
+    var timer: (any DispatchSourceTimer)?
 
-    public init(key: RoomKey, settings: RoomSettings, logger: Logger) {
+    public init(key: RoomKey, settings: RoomSettings, logger: Logger, media: MediaEnvironment? = nil,
+                observer: RoomEventObserver? = nil) {
         self.key = key
         self.settings = settings
         self.executor = SerialQueueExecutor(label: "chorus.room.\(key)")
         var logger = logger
         logger[metadataKey: "room"] = "\(key.room)"
         self.logger = logger
+        self.media = media
+        self.observer = observer
     }
 
-    /// The queue the room's work runs on: the media issues arm their timer on it.
+    /// The queue the room's work runs on.
     public nonisolated var queue: DispatchQueue { executor.queue }
 
     /// Applies new settings; a closed room refuses them.
@@ -36,14 +48,53 @@ public actor Room {
         logger.debug("room settings updated")
     }
 
-    /// Closes the room. Idempotent. Returns true on the call that closed it.
+    /// Closes the room: every participant ends with `cause`, then `room.closed`. Idempotent.
+    /// Returns true on the call that closed it.
     @discardableResult
-    public func close() -> Bool {
+    public func close(cause: EndCause = .roomClosed) -> Bool {
         guard !isClosed else { return false }
+        for callId in participants.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
+            end(callId, cause: cause)
+        }
         isClosed = true
+        timer?.cancel()
+        timer = nil
+        emit("room.closed", ["roomId": .string(key.room.rawValue)])
+        log.finishAll()
         logger.info("room stopped")
         return true
     }
+
+    /// Records an event: buffered for `Last-Event-ID`, pushed to subscribers and the observer.
+    @discardableResult
+    func emit(_ name: String, _ fields: [String: EventField]) -> RoomEvent {
+        let event = log.append(name, fields, at: Date())
+        observer?(key, event)
+        return event
+    }
+
+    /// Events after `lastEventID` (still buffered) and a stream of the ones that follow.
+    public func subscribe(after lastEventID: UInt64?) -> (replay: [RoomEvent], live: AsyncStream<RoomEvent>) {
+        let (stream, continuation) = AsyncStream.makeStream(of: RoomEvent.self, bufferingPolicy: .bufferingNewest(1024))
+        let replay = log.events(after: lastEventID)
+        if isClosed {
+            continuation.finish()
+        } else {
+            let id = log.subscribe(continuation)
+            continuation.onTermination = { [weak self] _ in
+                guard let self else { return }
+                Task { await self.unsubscribe(id) }
+            }
+        }
+        return (replay, stream)
+    }
+
+    private func unsubscribe(_ id: UInt64) {
+        log.unsubscribe(id)
+    }
+
+    /// Participants not yet ended.
+    public var activeCount: Int { participants.count }
 }
 
 /// Errors a room's control calls can raise; the API maps each to a status and code.

@@ -9,16 +9,22 @@ import Logging
 public actor RoomRegistry {
     private var rooms: [RoomKey: Room] = [:]
     private let logger: Logger
+    private let media: MediaEnvironment?
+    private let observer: RoomEventObserver?
 
-    public init(logger: Logger) {
+    /// `media` is nil only for control-plane tests that never join; `observer` sees every
+    /// event of every room (the call-record writer).
+    public init(logger: Logger, media: MediaEnvironment? = nil, observer: RoomEventObserver? = nil) {
         self.logger = logger
+        self.media = media
+        self.observer = observer
     }
 
     /// Starts a room; throws `alreadyExists` when one with the same key is live.
     @discardableResult
     public func open(_ key: RoomKey, settings: RoomSettings) throws(RoomError) -> Room {
         guard rooms[key] == nil else { throw .alreadyExists }
-        let room = Room(key: key, settings: settings, logger: logger)
+        let room = Room(key: key, settings: settings, logger: logger, media: media, observer: observer)
         rooms[key] = room
         return room
     }
@@ -27,21 +33,32 @@ public actor RoomRegistry {
         rooms[key]
     }
 
-    /// Closes and forgets a room; nil when there was none.
+    /// Closes and forgets a room; its participants end `roomClosed`. nil when there was none.
     @discardableResult
     public func close(_ key: RoomKey) async -> Room? {
         guard let room = rooms.removeValue(forKey: key) else { return nil }
-        await room.close()
+        await room.close(cause: .roomClosed)
         return room
     }
 
-    /// Closes every room (server shutdown).
+    /// Stops every room at shutdown: participants end `serverShutdown`.
     public func closeAll() async {
         let all = rooms
         rooms.removeAll()
         for room in all.values {
-            await room.close()
+            await room.close(cause: .serverShutdown)
         }
+    }
+
+    /// Participants by state across rooms, for /metrics.
+    public func participantCounts() async -> (progressing: Int, established: Int) {
+        var total = (progressing: 0, established: 0)
+        for room in rooms.values {
+            let counts = await room.stateCounts()
+            total.progressing += counts.progressing
+            total.established += counts.established
+        }
+        return total
     }
 
     public var count: Int { rooms.count }

@@ -86,3 +86,23 @@ extension ChorusDatabase {
         }
     }
 }
+
+extension ChorusDatabase {
+    /// Removes a call that never started (its join was refused).
+    public func deleteCall(callId: String) async throws(StorageError) {
+        try await write { db in _ = try CallRecord.filter(Column("callId") == callId).deleteAll(db) }
+    }
+
+    /// Applies `change` to a stored call in one transaction; false when there is no such call.
+    @discardableResult
+    public func modifyCall(callId: String, _ change: @escaping @Sendable (inout CallRecord) -> Void)
+        async throws(StorageError) -> Bool
+    {
+        try await write { db in
+            guard var call = try CallRecord.filter(Column("callId") == callId).fetchOne(db) else { return false }
+            change(&call)
+            try call.update(db)
+            return true
+        }
+    }
+}

@@ -4,6 +4,8 @@ import ControlAPI
 import Foundation
 import Hummingbird
 import Logging
+import DTLS
+import MediaSocket
 import Rooms
 import ServiceLifecycle
 import Storage
@@ -15,7 +17,9 @@ struct Serve: AsyncParsableCommand {
 
     @Option(help: "HTTP listen address (env CHORUS_HTTP_HOST, default 0.0.0.0).") var httpHost: String?
     @Option(help: "HTTP port (env CHORUS_HTTP_PORT, default 8080; 0 picks a free one).") var httpPort: Int?
-    @Option(help: "UDP media port for every participant (env CHORUS_MEDIA_PORT, default 10000).") var mediaPort: Int?
+    @Option(help: "UDP media port for every participant (env CHORUS_MEDIA_PORT, default 10000; 0 picks one).")
+    var mediaPort: Int?
+    @Option(help: "UDP media listen address (env CHORUS_MEDIA_HOST, default 0.0.0.0).") var mediaHost: String?
     @Option(help: "Address announced in SDP candidates (env CHORUS_PUBLIC_IP, default 127.0.0.1).") var publicIp: String?
     @Option(help: "trace, debug, info, notice, warning, error or critical (env CHORUS_LOG_LEVEL).") var logLevel: String?
     @Option(help: "Requests per second per client address; 0 disables (env CHORUS_RATE_LIMIT, default 100).")
@@ -39,13 +43,21 @@ struct Serve: AsyncParsableCommand {
         let media = mediaPort ?? environment("MEDIA_PORT").flatMap { Int($0) } ?? 10000
         let announced = publicIp ?? environment("PUBLIC_IP") ?? "127.0.0.1"
         let drain = drainSeconds ?? environment("DRAIN_SECONDS").flatMap { Double($0) } ?? 0
-        guard (0...65535).contains(port), (1...65535).contains(media) else {
-            throw ValidationError("ports must be between 1 and 65535")
+        guard (0...65535).contains(port), (0...65535).contains(media) else {
+            throw ValidationError("ports must be between 1 and 65535 (0 picks a free one)")
         }
         guard (0...3600).contains(drain) else { throw ValidationError("drain seconds must be between 0 and 3600") }
 
         let db = try ChorusDatabase(path: database.path)
-        let registry = RoomRegistry(logger: logger)
+        let router = DatagramRouter()
+        let socket = MediaSocket(host: mediaHost ?? environment("MEDIA_HOST") ?? "0.0.0.0", port: media,
+                                 router: router, logger: logger)
+        let boundMedia = try await socket.bind()
+        let mediaEnvironment = MediaEnvironment(
+            dtls: try DTLSContext(certificate: DTLSCertificate()), sink: socket, routing: router,
+            candidateAddress: announced, candidatePort: UInt16(boundMedia))
+        let recorder = CallRecorder(database: db, logger: logger)
+        let registry = RoomRegistry(logger: logger, media: mediaEnvironment, observer: recorder.observer)
         var config = ControlAPIConfiguration()
         let rate = rateLimit ?? environment("RATE_LIMIT").flatMap { Double($0) } ?? 100
         config.rateLimitPerSecond = rate > 0 ? rate : nil
@@ -61,7 +73,7 @@ struct Serve: AsyncParsableCommand {
             onServerRunning: { channel in
                 let bound = channel.localAddress?.port ?? port
                 logger.info("chorus listening", metadata: [
-                    "http": "\(host):\(bound)", "media": "udp/\(media)", "publicIp": "\(announced)",
+                    "http": "\(host):\(bound)", "media": "udp/\(boundMedia)", "publicIp": "\(announced)",
                     "db": "\(db.location)",
                 ])
                 if let banner {
@@ -71,7 +83,11 @@ struct Serve: AsyncParsableCommand {
             },
             logger: logger)
         let group = ServiceGroup(configuration: .init(
+            // Shutdown runs in reverse: drain (rooms end serverShutdown), HTTP, media, then the
+            // recorder writes the last call records.
             services: [
+                .init(service: recorder),
+                .init(service: socket),
                 .init(service: app),
                 .init(service: DrainService(api: api, registry: registry, drainSeconds: drain, logger: logger)),
             ],

@@ -95,6 +95,8 @@ class ChorusServer:
         command = [
             self.binary, "serve", "--db", str(self.db_path), "--dev-app",
             "--http-host", "127.0.0.1", "--http-port", "0", "--rate-limit", "0",
+            # Media on an ephemeral loopback port: tests never collide, traffic stays on lo.
+            "--media-host", "127.0.0.1", "--media-port", "0", "--public-ip", "127.0.0.1",
         ]
         self.starts += 1
         log = open(self.log_path, "a", encoding="utf-8")

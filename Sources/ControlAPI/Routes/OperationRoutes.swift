@@ -20,6 +20,9 @@ extension ControlAPI {
         }
         router.route(&routes, .get, "/metrics") { _, _ in
             self.metrics.openRooms.record(await self.registry.count)
+            let counts = await self.registry.participantCounts()
+            self.metrics.participantsProgressing.record(counts.progressing)
+            self.metrics.participantsEstablished.record(counts.established)
             var bytes: [UInt8] = []
             self.prometheus.emit(into: &bytes)
             return Response(

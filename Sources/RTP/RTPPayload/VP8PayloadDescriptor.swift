@@ -124,10 +124,11 @@ public struct VP8PayloadDescriptor: Sendable, Equatable {
     public func rewritePictureID<Bytes: MutableCollection<UInt8>>(
         _ pictureID: UInt16, in packet: inout Bytes, payloadOffset: Int
     ) -> Bool where Bytes.Index == Int {
-        guard let field = pictureIDOffset else { return false }
-        let index = packet.startIndex + payloadOffset + field
         let width = hasLongPictureID ? 2 : 1
-        guard payloadOffset >= 0, payloadOffset + field + width <= packet.count else { return false }
+        guard let field = pictureIDOffset, Self.fits(field, width: width, at: payloadOffset, in: packet.count) else {
+            return false
+        }
+        let index = packet.startIndex + payloadOffset + field
         if hasLongPictureID {
             packet[index] = 0x80 | UInt8(truncatingIfNeeded: pictureID >> 8) & 0x7F
             packet[index + 1] = UInt8(truncatingIfNeeded: pictureID)
@@ -142,7 +143,7 @@ public struct VP8PayloadDescriptor: Sendable, Equatable {
     public func rewriteTL0PictureIndex<Bytes: MutableCollection<UInt8>>(
         _ value: UInt8, in packet: inout Bytes, payloadOffset: Int
     ) -> Bool where Bytes.Index == Int {
-        guard let field = tl0PictureIndexOffset, payloadOffset >= 0, payloadOffset + field < packet.count else {
+        guard let field = tl0PictureIndexOffset, Self.fits(field, width: 1, at: payloadOffset, in: packet.count) else {
             return false
         }
         packet[packet.startIndex + payloadOffset + field] = value
@@ -154,12 +155,18 @@ public struct VP8PayloadDescriptor: Sendable, Equatable {
     public func rewriteKeyIndex<Bytes: MutableCollection<UInt8>>(
         _ value: UInt8, in packet: inout Bytes, payloadOffset: Int
     ) -> Bool where Bytes.Index == Int {
-        guard keyIndex != nil, let field = temporalKeyOffset, payloadOffset >= 0,
-            payloadOffset + field < packet.count
+        guard keyIndex != nil, let field = temporalKeyOffset,
+            Self.fits(field, width: 1, at: payloadOffset, in: packet.count)
         else { return false }
         let index = packet.startIndex + payloadOffset + field
         packet[index] = packet[index] & 0xE0 | value & 0x1F
         return true
+    }
+
+    /// True when `width` bytes at `field` of a payload starting at `payloadOffset` lie inside a
+    /// buffer of `count` bytes; written so that no offset, however wrong, can overflow.
+    private static func fits(_ field: Int, width: Int, at payloadOffset: Int, in count: Int) -> Bool {
+        payloadOffset >= 0 && payloadOffset <= count - field - width
     }
 
     /// The picture ID that follows `pictureID` in a field of the given width, wrapping at

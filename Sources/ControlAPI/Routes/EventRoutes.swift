@@ -1,0 +1,62 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import Rooms
+
+extension ControlAPI {
+    /// Seconds between SSE keep-alive comments, so proxies keep an idle stream open.
+    static let keepAliveSeconds: UInt64 = 15
+
+    /// `GET /v1/rooms/{roomId}/events`: Server-Sent Events, for the application or a user who is
+    /// in the room. `Last-Event-ID` resumes from the room's buffer of recent events.
+    func addEventRoutes(_ group: RouterGroup<ChorusRequestContext>, _ routes: inout RouteTable) {
+        group.route(&routes, .get, "/v1/rooms/{roomId}/events") { request, context in
+            let (_, room) = try await self.liveRoom(context, userMayRead: true)
+            let lastID = HTTPField.Name("last-event-id").flatMap { request.headers[$0] }.flatMap { UInt64($0) }
+            let (replay, live) = await room.subscribe(after: lastID)
+            let body = ResponseBody { writer in
+                for event in replay { try await writer.write(Self.frame(event)) }
+                for await item in Self.withKeepAlive(live) {
+                    switch item {
+                    case .event(let event): try await writer.write(Self.frame(event))
+                    case .keepAlive: try await writer.write(ByteBuffer(string: ": keep-alive\n\n"))
+                    }
+                }
+                try await writer.finish(nil)
+            }
+            return Response(status: .ok, headers: [
+                .contentType: "text/event-stream", .cacheControl: "no-cache",
+            ], body: body)
+        }
+    }
+
+    static func frame(_ event: RoomEvent) -> ByteBuffer {
+        ByteBuffer(string: "id: \(event.id)\nevent: \(event.name)\ndata: \(event.json())\n\n")
+    }
+
+    enum StreamItem: Sendable {
+        case event(RoomEvent)
+        case keepAlive
+    }
+
+    /// The room's events with a keep-alive tick merged in; ends when the room's stream ends.
+    static func withKeepAlive(_ live: AsyncStream<RoomEvent>) -> AsyncStream<StreamItem> {
+        let (merged, continuation) = AsyncStream.makeStream(of: StreamItem.self)
+        let forward = Task {
+            for await event in live { continuation.yield(.event(event)) }
+            continuation.finish()
+        }
+        let ticks = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(Int(keepAliveSeconds)))
+                continuation.yield(.keepAlive)
+            }
+        }
+        continuation.onTermination = { _ in
+            forward.cancel()
+            ticks.cancel()
+        }
+        return merged
+    }
+}

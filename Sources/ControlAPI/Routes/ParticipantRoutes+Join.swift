@@ -1,0 +1,127 @@
+import Auth
+import ChorusCore
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Rooms
+import Storage
+
+extension ControlAPI {
+    /// Largest SDP offer accepted.
+    static let maxOfferBytes = 64 * 1024
+
+    /// Joins a room with an SDP offer: JSON (`{"sdp", "userId"?, "displayName"?}`, answer in
+    /// JSON) or WHIP (`Content-Type: application/sdp`, answer as `application/sdp`). The call row
+    /// is written before the room sees the join, so every later state change finds it.
+    func join(_ request: inout Request, _ context: ChorusRequestContext) async throws -> Response {
+        guard !isDraining else { throw APIError.draining }
+        let principal = try context.requirePrincipal()
+        let roomId = try context.parameter("roomId", RoomID.init(validating:))
+        let whip = Self.isSDP(request.headers[.contentType])
+        let input = try await joinInput(&request, whip: whip)
+        let userId = try Self.joiningUser(principal, requested: input.userId, whip: whip)
+        let room = try await roomForJoin(principal.application, roomId)
+        let callId = ApplicationCredentials.newCallID()
+        _ = try await database.insertCall(CallRecord(
+            callId: callId.rawValue, applicationId: principal.application.id ?? -1, roomId: roomId.rawValue,
+            userId: userId.rawValue, displayName: input.displayName, joinedAt: now()))
+        let answer: JoinAnswer
+        do {
+            answer = try await room.join(JoinRequest(callId: callId, userId: userId, displayName: input.displayName,
+                                                     offer: input.offer))
+        } catch {
+            try? await database.deleteCall(callId: callId.rawValue)
+            throw Self.apiError(error)
+        }
+        let location = "/v1/rooms/\(roomId.rawValue)/participants/\(callId.rawValue)"
+        if whip {
+            return Response(status: .created, headers: [.contentType: "application/sdp", .location: location],
+                            body: .init(byteBuffer: ByteBuffer(string: answer.sdp)))
+        }
+        let body = JoinResponse(callId: callId.rawValue, roomId: roomId.rawValue, userId: userId.rawValue,
+                                sdp: answer.sdp, eventsUrl: "/v1/rooms/\(roomId.rawValue)/events")
+        return JSONBody.response(body, status: .created, headers: [.location: location])
+    }
+
+    struct JoinInput {
+        var offer: String
+        var userId: String?
+        var displayName: String?
+    }
+
+    private func joinInput(_ request: inout Request, whip: Bool) async throws -> JoinInput {
+        if whip {
+            let bytes = try await JSONBody.bytes(&request, limit: Self.maxOfferBytes)
+            guard let offer = String(validating: bytes.readableBytesView, as: UTF8.self), !offer.isEmpty else {
+                throw APIError.badRequest("invalidOffer", "the offer must be UTF-8 SDP text")
+            }
+            let query = request.uri.queryParameters
+            return JoinInput(offer: offer, userId: query["userId"].map(String.init),
+                             displayName: try Self.displayName(query["displayName"].map(String.init)))
+        }
+        guard let body = try await JSONBody.decode(JoinBody.self, &request, limit: Self.maxOfferBytes + 4096) else {
+            throw APIError.badRequest("missingBody", "this request needs a JSON body with an sdp offer")
+        }
+        return JoinInput(offer: body.sdp, userId: body.userId, displayName: try Self.displayName(body.displayName))
+    }
+
+    /// A user joins as itself; an application names the user (WHIP may leave it to the server).
+    static func joiningUser(_ principal: Principal, requested: String?, whip: Bool) throws -> UserID {
+        switch principal {
+        case .user(_, let user):
+            if let requested, requested != user.rawValue { throw APIError.forbidden }
+            return user
+        case .application:
+            if let requested { return try validated(requested, UserID.init(validating:)) }
+            guard whip else { throw APIError.badRequest("missingUserId", "an application must name the userId") }
+            return try validated("whip-" + Base64.urlEncode(SecureRandom.bytes(9)), UserID.init(validating:))
+        }
+    }
+
+    static func displayName(_ value: String?) throws -> String? {
+        guard let value else { return nil }
+        guard value.count <= 255, !value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+        else { throw APIError.badRequest("invalidDisplayName", "displayName must be at most 255 printable characters") }
+        return value
+    }
+
+    static func isSDP(_ contentType: String?) -> Bool {
+        contentType?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased() == "application/sdp"
+    }
+
+    /// The live room, created on first join unless the application turned that off.
+    private func roomForJoin(_ app: ApplicationRecord, _ roomId: RoomID) async throws -> Room {
+        guard let key = app.applicationKey else { throw APIError.roomNotFound }
+        let roomKey = RoomKey(application: key, room: roomId)
+        if let room = await registry.room(for: roomKey) { return room }
+        guard app.autoCreateRooms else { throw APIError.roomNotFound }
+        let settings = RoomSettings.defaults
+        do {
+            _ = try await database.insertRoom(RoomRecord(
+                applicationId: app.id ?? -1, roomId: roomId.rawValue, maxParticipants: settings.maxParticipants,
+                mixedSpeakers: settings.mixedSpeakers, videoSlots: settings.videoSlots, createdAt: now()))
+        } catch {
+            // Created concurrently by another join: use the stored settings below.
+            guard case .conflict = error else { throw error }
+        }
+        let stored = try await database.openRoom(applicationId: app.id ?? -1, roomId: roomId.rawValue)
+        do {
+            return try await registry.open(roomKey, settings: stored?.settings ?? settings)
+        } catch {
+            guard let room = await registry.room(for: roomKey) else { throw APIError.roomNotFound }
+            return room
+        }
+    }
+
+    static func apiError(_ error: any Error) -> APIError {
+        switch error as? JoinError {
+        case .offerRejected(let code, let message)?: return APIError(.unprocessableContent, code, message)
+        case .roomFull?: return APIError(.conflict, "roomFull", "the room has its maximum number of participants")
+        case .roomClosed?: return APIError.roomNotFound
+        case .duplicateCall?: return APIError(.conflict, "duplicateCall", "this call already joined")
+        case .internalFailure(let detail)?:
+            return APIError(.serviceUnavailable, "mediaUnavailable", "media could not be set up: \(detail)")
+        case nil: return ErrorMiddleware.apiError(for: error)
+        }
+    }
+}

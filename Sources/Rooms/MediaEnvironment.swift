@@ -1,0 +1,26 @@
+import ChorusCore
+import DTLS
+
+/// What every room needs from the process to run media: the DTLS identity, the media port's
+/// sink and routing table, and the address announced in SDP candidates. Built once by the
+/// composition root; a test can build one over a capturing sink and a plain router.
+public struct MediaEnvironment: Sendable {
+    public let dtls: DTLSContext
+    public let sink: any DatagramSink
+    public let routing: any MediaRouting
+    public let candidateAddress: String
+    public let candidatePort: UInt16
+
+    public init(dtls: DTLSContext, sink: any DatagramSink, routing: any MediaRouting, candidateAddress: String,
+                candidatePort: UInt16) {
+        self.dtls = dtls
+        self.sink = sink
+        self.routing = routing
+        self.candidateAddress = candidateAddress
+        self.candidatePort = candidatePort
+    }
+}
+
+/// Receives a room's events outside the room (the call-record writer, metrics). Called on the
+/// room's queue: it must only hand the event over, never block.
+public typealias RoomEventObserver = @Sendable (RoomKey, RoomEvent) -> Void

@@ -1,0 +1,72 @@
+import ChorusCore
+import Foundation
+
+/// Where a participant is in its call (the SDK's call delegate states).
+public enum ParticipantState: String, Sendable, Codable {
+    /// Joined with an offer; ICE and DTLS not finished yet.
+    case progressing
+    /// ICE nominated and DTLS done: media can flow both ways.
+    case established
+    case ended
+}
+
+/// Why a call ended, as the SDK reports it.
+public enum EndCause: String, Sendable, Codable, CaseIterable {
+    case hungUp, kicked, timeout, roomClosed, failed, serverShutdown
+}
+
+/// Media counters of one participant's connection, reported by the API and stored in the call
+/// record at call end.
+public struct MediaCounters: Sendable, Equatable, Codable {
+    public var packetsReceived: UInt64 = 0
+    public var bytesReceived: UInt64 = 0
+    public var packetsSent: UInt64 = 0
+    public var bytesSent: UInt64 = 0
+    public var rtcpReceived: UInt64 = 0
+    public var rtcpSent: UInt64 = 0
+    /// Datagrams refused by SRTP (authentication, replay) or parsing.
+    public var packetsDropped: UInt64 = 0
+
+    public init() {}
+}
+
+/// A read-only view of a participant, for the API.
+public struct ParticipantSnapshot: Sendable, Equatable {
+    public let callId: CallID
+    public let userId: UserID
+    public let displayName: String?
+    public let state: ParticipantState
+    public let endCause: EndCause?
+    public let joinedAt: Date
+    public let establishedAt: Date?
+    public let audioMuted: Bool
+    public let videoPaused: Bool
+    public let counters: MediaCounters
+    /// The SRTP profile negotiated by DTLS, once established.
+    public let srtpProfile: String?
+}
+
+/// What a join asks of a room.
+public struct JoinRequest: Sendable {
+    public let callId: CallID
+    public let userId: UserID
+    public let displayName: String?
+    public let offer: String
+
+    public init(callId: CallID, userId: UserID, displayName: String?, offer: String) {
+        self.callId = callId
+        self.userId = userId
+        self.displayName = displayName
+        self.offer = offer
+    }
+}
+
+/// Why a join was refused; the API maps each to a status and code.
+public enum JoinError: Error, Equatable, Sendable {
+    /// The offer does not have the shape Chorus accepts (422, with the rule's code).
+    case offerRejected(code: String, message: String)
+    case roomFull
+    case roomClosed
+    case duplicateCall
+    case internalFailure(String)
+}

@@ -1,0 +1,46 @@
+import ChorusCore
+import Foundation
+
+extension Room {
+    public func participantList() -> [ParticipantSnapshot] {
+        participants.values.sorted { $0.joinedAt < $1.joinedAt }.map { $0.snapshot() }
+    }
+
+    public func participant(_ callId: CallID) -> ParticipantSnapshot? {
+        participants[callId]?.snapshot()
+    }
+
+    /// True when `userId` has a call in this room (a user may then read the room's events).
+    public func hasParticipant(userId: UserID) -> Bool {
+        participants.values.contains { $0.userId == userId }
+    }
+
+    /// Mutes/unmutes audio and pauses/resumes video; emits an event per change.
+    public func update(_ callId: CallID, audioMuted: Bool?, videoPaused: Bool?) -> ParticipantSnapshot? {
+        guard var participant = participants[callId] else { return nil }
+        let base: [String: EventField] = [
+            "callId": .string(callId.rawValue), "userId": .string(participant.userId.rawValue),
+        ]
+        if let audioMuted, audioMuted != participant.audioMuted {
+            participant.audioMuted = audioMuted
+            emit(audioMuted ? "audio.muted" : "audio.unmuted", base)
+        }
+        if let videoPaused, videoPaused != participant.videoPaused {
+            participant.videoPaused = videoPaused
+            var fields = base
+            if videoPaused { fields["reason"] = .string("request") }
+            emit(videoPaused ? "video.paused" : "video.resumed", fields)
+        }
+        participants[callId] = participant
+        return participant.snapshot()
+    }
+
+    /// Counts of participants by state, for /metrics.
+    public func stateCounts() -> (progressing: Int, established: Int) {
+        var progressing = 0, established = 0
+        for participant in participants.values {
+            if participant.state == .established { established += 1 } else { progressing += 1 }
+        }
+        return (progressing, established)
+    }
+}

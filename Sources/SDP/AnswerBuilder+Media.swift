@@ -1,0 +1,119 @@
+import ChorusCore
+
+/// The per-section half of the answer: the audio section (Opus only) and the video sections
+/// (one codec, its RTX, the feedback Chorus implements), each echoing the offer's header
+/// extension IDs with mirrored directions and announcing the streams the server sends.
+extension AnswerBuilder {
+    /// RTCP feedback the server acts on for video: NACK (RFC 4585), PLI, FIR (RFC 5104),
+    /// REMB and transport-wide congestion control.
+    public static let videoFeedback: [RTCPFeedback] = [
+        .nack, .pictureLossIndication, .fullIntraRequest, .receiverEstimatedMaximumBitrate, .transportCC,
+    ]
+    /// RTCP feedback for audio: transport-wide congestion control only.
+    public static let audioFeedback: [RTCPFeedback] = [.transportCC]
+
+    func audioSection(_ audio: AudioSection, proto: String, isBundleTag: Bool) -> MediaDescription {
+        let pt = audio.opusPayloadType
+        let sends = audio.answerDirection.sends
+        var attributes = transportAttributes(isBundleTag: isBundleTag)
+        attributes += commonAttributes(mid: audio.mid, extensions: audio.extensions,
+                                       extmapAllowMixed: audio.extmapAllowMixed, direction: audio.answerDirection,
+                                       stream: sends ? local.audioStream : nil, rtcpReducedSize: audio.rtcpReducedSize)
+        attributes.append(.rtpMap(RTPMap(payloadType: pt, encodingName: "opus", clockRate: 48_000,
+                                         encodingParameters: "2")))
+        attributes += Self.acceptedFeedback(audio.feedback, supported: Self.audioFeedback, payloadType: pt)
+        attributes.append(.formatParameters(FormatParameters(payloadType: pt, parameters: Self.opusParameters)))
+        if sends { attributes += ssrcAttributes(local.audioStream, rtx: nil) }
+        return MediaDescription(media: "audio", port: local.candidatePort, proto: proto,
+                                formats: [String(pt.rawValue)], connection: connection, attributes: attributes)
+    }
+
+    /// `stream` is the slot stream the server sends here, nil for a receive-only camera section.
+    func videoSection(_ video: VideoSection, stream: OutgoingStream?, proto: String, isBundleTag: Bool)
+        -> MediaDescription
+    {
+        let codec = video.codec
+        let sending = video.answerDirection.sends ? stream : nil
+        var attributes = transportAttributes(isBundleTag: isBundleTag)
+        attributes += commonAttributes(mid: video.mid, extensions: video.extensions,
+                                       extmapAllowMixed: video.extmapAllowMixed, direction: video.answerDirection,
+                                       stream: sending, rtcpReducedSize: video.rtcpReducedSize)
+        attributes.append(.rtpMap(RTPMap(payloadType: codec.payloadType, encodingName: codec.name.rawValue,
+                                         clockRate: codec.clockRate)))
+        attributes += Self.acceptedFeedback(codec.feedback, supported: Self.videoFeedback,
+                                            payloadType: codec.payloadType)
+        if let parameters = Self.answerParameters(for: codec) {
+            attributes.append(.formatParameters(FormatParameters(payloadType: codec.payloadType,
+                                                                 parameters: parameters)))
+        }
+        var formats = [String(codec.payloadType.rawValue)]
+        if let rtx = codec.rtxPayloadType {
+            formats.append(String(rtx.rawValue))
+            attributes.append(.rtpMap(RTPMap(payloadType: rtx, encodingName: "rtx", clockRate: codec.clockRate)))
+            attributes.append(.formatParameters(FormatParameters(payloadType: rtx,
+                                                                 parameters: "apt=\(codec.payloadType.rawValue)")))
+        }
+        if let sending {
+            attributes += ssrcAttributes(sending, rtx: codec.rtxPayloadType == nil ? nil : sending.rtxSSRC)
+        }
+        return MediaDescription(media: "video", port: local.candidatePort, proto: proto, formats: formats,
+                                connection: connection, attributes: attributes)
+    }
+
+    /// mid, header extensions, direction, msid and RTCP multiplexing, in browser order.
+    private func commonAttributes(mid: String, extensions: HeaderExtensions, extmapAllowMixed: Bool,
+                                  direction: Direction, stream: OutgoingStream?, rtcpReducedSize: Bool) -> [Attribute] {
+        var attributes: [Attribute] = [.mid(mid)]
+        for map in extensions.maps {
+            // RFC 8285 §6: the answer keeps the ID and mirrors a declared direction.
+            attributes.append(.extensionMap(ExtensionMap(id: map.id, direction: map.direction?.reversed, uri: map.uri)))
+        }
+        if extmapAllowMixed { attributes.append(.extmapAllowMixed) }
+        attributes.append(.direction(direction))
+        if let stream { attributes.append(.msid(MediaStreamID(streamID: stream.streamID, trackID: stream.trackID))) }
+        attributes.append(.rtcpMux)
+        if rtcpReducedSize { attributes.append(.rtcpReducedSize) }
+        return attributes
+    }
+
+    /// The offered feedback lines Chorus implements, once each, in offer order.
+    static func acceptedFeedback(_ offered: [RTCPFeedback], supported: [RTCPFeedback],
+                                 payloadType: PayloadType) -> [Attribute] {
+        var accepted: [RTCPFeedback] = []
+        for entry in offered where supported.contains(where: entry.isSameMessage) {
+            if !accepted.contains(where: entry.isSameMessage) { accepted.append(entry) }
+        }
+        return accepted.map { .rtcpFeedback($0.with(payloadType: payloadType)) }
+    }
+
+    /// VP8 needs no parameters. H.264 keeps the offered profile-level-id (the receiver's decoder
+    /// capability), states packetization-mode=1, and keeps level-asymmetry-allowed=1 when
+    /// offered, so senders in one room may use different levels (RFC 6184 §8.1).
+    static func answerParameters(for codec: NegotiatedVideoCodec) -> String? {
+        guard codec.name == .h264 else { return nil }
+        var parameters: [String] = []
+        if codec.formatParameters?.parameter("level-asymmetry-allowed") == "1" {
+            parameters.append("level-asymmetry-allowed=1")
+        }
+        parameters.append("packetization-mode=1")
+        if let profile = codec.formatParameters?.parameter("profile-level-id"),
+           profile.utf8.count == 6, profile.utf8.allSatisfy({ SDPSyntax.hexValue($0) != nil }) {
+            parameters.append("profile-level-id=" + profile)
+        }
+        return parameters.joined(separator: ";")
+    }
+
+    /// `a=ssrc-group:FID` (with RTX) and one `a=ssrc … cname:` line per SSRC (RFC 5576).
+    private func ssrcAttributes(_ stream: OutgoingStream, rtx: SSRC?) -> [Attribute] {
+        var attributes: [Attribute] = []
+        var ssrcs = [stream.ssrc]
+        if let rtx {
+            ssrcs.append(rtx)
+            attributes.append(.ssrcGroup(SSRCGroup(semantics: SSRCGroup.flowIdentification, ssrcs: ssrcs)))
+        }
+        for ssrc in ssrcs {
+            attributes.append(.ssrc(SSRCAttribute(ssrc: ssrc, attribute: "cname", attributeValue: local.cname)))
+        }
+        return attributes
+    }
+}

@@ -1,0 +1,107 @@
+import ChorusCore
+
+/// Writes the server's SDP answer to an accepted offer (JSEP, RFC 8829 §5.3, for an ICE-lite
+/// DTLS-SRTP server): same m= lines in the same order with the same mids, directions mirrored,
+/// one codec per section, the offer's header extension IDs, and the server's streams announced
+/// with `a=ssrc`/`a=msid`.
+///
+/// Transport layout: every accepted section is in one `a=group:BUNDLE` (offer order) and carries
+/// the same port and `c=` address, since bundled sections share one 5-tuple; each repeats the
+/// ICE credentials, fingerprint and setup (as browsers' own answers do, and every stack accepts),
+/// and the session level carries them too, for stacks that check rejected sections; the host
+/// candidate and `a=end-of-candidates` appear once, in the BUNDLE-tag section. Rejected sections
+/// get port 0, the offer's first format and their mid, and stay out of BUNDLE.
+///
+/// Driven once per join: `AnswerBuilder(analysis:local:).build()` returns the description, and
+/// its `text` is the CRLF answer. Pure: no randomness (the caller supplies IDs and SSRCs).
+public struct AnswerBuilder: Sendable {
+    public var analysis: OfferAnalysis
+    public var local: LocalParameters
+
+    /// Answer opus parameters: 10 ms minimum packets, and in-band FEC wanted on receive.
+    public static let opusParameters = "minptime=10;useinbandfec=1"
+    /// Priority of the single host candidate: type preference 126, local preference 65535,
+    /// component 1 (RFC 8445 §5.1.2.1).
+    public static let candidatePriority: UInt32 = 2_130_706_431
+
+    public init(analysis: OfferAnalysis, local: LocalParameters) {
+        self.analysis = analysis
+        self.local = local
+    }
+
+    /// The answer as a description; throws when a local parameter cannot be written.
+    public func build() throws(AnswerError) -> SessionDescription {
+        try local.validate()
+        guard local.slotStreams.count == analysis.slots.count else {
+            throw .slotStreamCount(expected: analysis.slots.count, provided: local.slotStreams.count)
+        }
+        let tagMid = analysis.bundleMids.first
+        var media: [MediaDescription] = []
+        for plan in analysis.sections {
+            media.append(try section(for: plan, isBundleTag: plan.mid != nil && plan.mid == tagMid))
+        }
+        // The transport attributes are also written at session level, where every section
+        // inherits them: aiortc refuses an answer in which any m= section, rejected ones
+        // included, lacks ICE credentials or a DTLS role, and RFC 8866 lets media level override.
+        var attributes: [Attribute] = [.iceLite] + transportAttributes(isBundleTag: false)
+        attributes.append(.group(Group(semantics: Group.bundle, identificationTags: analysis.bundleMids)))
+        if analysis.sessionExtmapAllowMixed { attributes.append(.extmapAllowMixed) }
+        attributes.append(.other(name: "msid-semantic", value: "WMS *"))
+        let origin = Origin(username: "-", sessionID: String(local.sessionID),
+                            sessionVersion: String(local.sessionVersion))
+        return SessionDescription(origin: origin, attributes: attributes, media: media)
+    }
+
+    /// The answer as SDP text with CRLF line endings.
+    public func buildText() throws(AnswerError) -> String {
+        try build().text
+    }
+
+    private func section(for plan: SectionPlan, isBundleTag: Bool) throws(AnswerError) -> MediaDescription {
+        switch plan.role {
+        case .rejected:
+            return rejectedSection(plan)
+        case .audio:
+            return audioSection(analysis.audio, proto: plan.proto, isBundleTag: isBundleTag)
+        case .camera:
+            // The camera is only received; the plan's index always has the camera's section.
+            guard let camera = analysis.camera else { return rejectedSection(plan) }
+            return videoSection(camera.video, stream: nil, proto: plan.proto, isBundleTag: isBundleTag)
+        case .slot, .cameraAndSlot:
+            guard let slotIndex = analysis.slotIndex(ofMLine: plan.mLineIndex),
+                  local.slotStreams.indices.contains(slotIndex)
+            else { return rejectedSection(plan) }
+            let video = analysis.slots[slotIndex]
+            let stream = local.slotStreams[slotIndex]
+            if video.codec.rtxPayloadType != nil, stream.rtxSSRC == nil { throw .missingRTXSSRC(mid: video.mid) }
+            return videoSection(video, stream: stream, proto: plan.proto, isBundleTag: isBundleTag)
+        }
+    }
+
+    /// RFC 3264 §6 / RFC 8843 §7.3.2: port 0, a format from the offer, the mid kept so the
+    /// offerer can match it; no other attributes.
+    private func rejectedSection(_ plan: SectionPlan) -> MediaDescription {
+        MediaDescription(media: plan.media, port: 0, proto: plan.proto, formats: [plan.firstFormat],
+                         connection: ConnectionData(addressType: "IP4", address: "0.0.0.0"),
+                         attributes: plan.mid.map { [.mid($0)] } ?? [])
+    }
+
+    /// Where every accepted section says the shared transport is.
+    var connection: ConnectionData {
+        ConnectionData(addressType: local.isIPv6 ? "IP6" : "IP4", address: local.candidateAddress)
+    }
+
+    var hostCandidate: Candidate {
+        Candidate(foundation: "1", component: 1, transport: "udp", priority: Self.candidatePriority,
+                  address: local.candidateAddress, port: local.candidatePort, type: "host")
+    }
+
+    /// Candidate (tag section only), ICE credentials, fingerprint and DTLS role.
+    func transportAttributes(isBundleTag: Bool) -> [Attribute] {
+        var attributes: [Attribute] = []
+        if isBundleTag { attributes += [.candidate(hostCandidate), .endOfCandidates] }
+        attributes += [.iceUfrag(local.iceUfrag), .icePwd(local.icePwd), .fingerprint(local.fingerprint),
+                       .setup(analysis.localSetup)]
+        return attributes
+    }
+}
