@@ -150,7 +150,15 @@ let package = Package(
         .testTarget(name: "RTCPTests", dependencies: ["RTCP", "ChorusCore"]),
         .testTarget(name: "SRTPTests", dependencies: ["SRTP"]),
         .testTarget(name: "DTLSTests", dependencies: ["DTLS", "SRTP", "ChorusCore"]),
-        .testTarget(name: "RoomsTests", dependencies: ["Rooms", "ChorusCore"]),
+        .testTarget(
+            name: "RoomsTests",
+            dependencies: [
+                "Rooms", "ChorusCore", "DTLS",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            exclude: ["Fixtures"]
+        ),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "ChorusCore"]),
         .testTarget(
             name: "ControlAPITests",

@@ -38,6 +38,11 @@ public actor Room {
         self.observer = observer
     }
 
+    isolated deinit {
+        // A resumed dispatch source outlives its owner unless cancelled.
+        timer?.cancel()
+    }
+
     /// The queue the room's work runs on.
     public nonisolated var queue: DispatchQueue { executor.queue }
 

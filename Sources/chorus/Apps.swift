@@ -12,13 +12,16 @@ struct Apps: AsyncParsableCommand {
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Create an application and print its credentials.")
         @Option(help: "A name for the application.") var name: String
+        @Flag(help: "Joins may not create rooms: rooms must be created with POST /v1/rooms first.")
+        var noAutoCreateRooms = false
         @OptionGroup var database: DatabaseOption
 
         func run() async throws {
             let db = try ChorusDatabase(path: database.path)
-            let app = try await db.insertApplication(
-                ApplicationRecord(key: ApplicationCredentials.newKey(), secret: ApplicationCredentials.newSecret(),
-                                  name: name, createdAt: Date()))
+            var record = ApplicationRecord(key: ApplicationCredentials.newKey(),
+                                           secret: ApplicationCredentials.newSecret(), name: name, createdAt: Date())
+            record.autoCreateRooms = !noAutoCreateRooms
+            let app = try await db.insertApplication(record)
             print("name:   \(app.name)")
             print("key:    \(app.key)")
             print("secret: \(app.secret)")

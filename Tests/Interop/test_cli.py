@@ -42,3 +42,13 @@ def test_bad_options_are_refused_without_a_trace(tmp_path):
     bad = run("serve", "--http-port", "70000", "--db", str(tmp_path / "x.sqlite"))
     assert bad.returncode != 0
     assert "ports must be between" in bad.stderr
+
+
+def test_application_can_forbid_room_creation_on_join(chorus_server):
+    created = run("apps", "create", "--name", "strict", "--no-auto-create-rooms", "--db", str(chorus_server.db_path))
+    assert created.returncode == 0, created.stderr
+    key = re.search(r"key:\s+(\S+)", created.stdout).group(1)
+    secret = re.search(r"secret:\s+(\S+)", created.stdout).group(1)
+    reply = requests.post(chorus_server.url("/v1/rooms/nowhere/participants"), auth=(key, secret), timeout=10,
+                          json={"sdp": "v=0\r\n", "userId": "u1"})
+    assert reply.status_code == 404 and reply.json()["error"]["code"] == "roomNotFound"
