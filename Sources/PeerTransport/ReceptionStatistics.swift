@@ -32,7 +32,7 @@ struct ReceptionStatistics: Sendable {
         let arrival = Int64(truncatingIfNeeded: now.nanoseconds / 1_000 &* clockRate / 1_000_000)
         let transit = arrival &- Int64(timestamp)
         if let last = lastTransit {
-            let d = UInt64(min(abs(transit &- last), Int64(UInt32.max)))
+            let d = min((transit &- last).magnitude, UInt64(UInt32.max))
             // J += (|D| - J) / 16, in Q4 fixed point.
             jitterQ4 = jitterQ4 &+ d &- (jitterQ4 + 8) / 16
         }

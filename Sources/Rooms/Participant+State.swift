@@ -22,29 +22,18 @@ struct Participant {
         ParticipantSnapshot(
             callId: callId, userId: userId, displayName: displayName, state: state, endCause: endCause,
             joinedAt: joinedAt, establishedAt: establishedAt, audioMuted: audioMuted, videoPaused: videoPaused,
-            counters: MediaCounters(transport.counters), srtpProfile: srtpProfile)
+            counters: transport.counters, srtpProfile: srtpProfile)
     }
 }
 
 extension MediaCounters {
-    init(_ counters: TransportCounters) {
-        self.init()
-        packetsReceived = counters.packetsReceived
-        bytesReceived = counters.bytesReceived
-        packetsSent = counters.packetsSent
-        bytesSent = counters.bytesSent
-        rtcpReceived = counters.rtcpReceived
-        rtcpSent = counters.rtcpSent
-        packetsDropped = counters.packetsDropped
-    }
-
     /// The counters as event fields (the call record stores them as server statistics).
     var fields: [String: EventField] {
         [
             "packetsReceived": .int(Int(clamping: packetsReceived)), "bytesReceived": .int(Int(clamping: bytesReceived)),
             "packetsSent": .int(Int(clamping: packetsSent)), "bytesSent": .int(Int(clamping: bytesSent)),
             "rtcpReceived": .int(Int(clamping: rtcpReceived)), "rtcpSent": .int(Int(clamping: rtcpSent)),
-            "packetsDropped": .int(Int(clamping: packetsDropped)),
+            "packetsDropped": .int(Int(clamping: packetsDropped)), "stunReceived": .int(Int(clamping: stunReceived)),
         ]
     }
 }

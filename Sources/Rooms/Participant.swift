@@ -1,4 +1,5 @@
 import ChorusCore
+import PeerTransport
 import Foundation
 
 /// Where a participant is in its call (the SDK's call delegate states).
@@ -15,20 +16,9 @@ public enum EndCause: String, Sendable, Codable, CaseIterable {
     case hungUp, kicked, timeout, roomClosed, failed, serverShutdown
 }
 
-/// Media counters of one participant's connection, reported by the API and stored in the call
-/// record at call end.
-public struct MediaCounters: Sendable, Equatable, Codable {
-    public var packetsReceived: UInt64 = 0
-    public var bytesReceived: UInt64 = 0
-    public var packetsSent: UInt64 = 0
-    public var bytesSent: UInt64 = 0
-    public var rtcpReceived: UInt64 = 0
-    public var rtcpSent: UInt64 = 0
-    /// Datagrams refused by SRTP (authentication, replay) or parsing.
-    public var packetsDropped: UInt64 = 0
-
-    public init() {}
-}
+/// Media counters of one participant's connection (the transport's own), reported by the API and
+/// stored in the call record at call end.
+public typealias MediaCounters = TransportCounters
 
 /// A read-only view of a participant, for the API.
 public struct ParticipantSnapshot: Sendable, Equatable {

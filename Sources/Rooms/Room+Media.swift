@@ -61,7 +61,7 @@ extension Room {
         guard let participant = participants.removeValue(forKey: callId) else { return false }
         media?.routing.unregister(ufrag: participant.ufrag)
         for address in participant.boundAddresses { media?.routing.unbind(address) }
-        let counters = MediaCounters(participant.transport.counters)
+        let counters = participant.transport.counters
         emit("participant.ended", [
             "callId": .string(callId.rawValue), "userId": .string(participant.userId.rawValue),
             "endCause": .string(cause.rawValue), "established": .bool(participant.establishedAt != nil),

@@ -1,80 +1,80 @@
-// Big-endian reads from byte slices and checked writes into raw buffers. Every read takes an
+// Big-endian reads from byte slices and checked writes into raw buffers, shared by the wire
+// targets (RTP, RTCP). Every read takes an
 // offset relative to the slice's start; callers check lengths before reading, and Swift's own
 // bounds checks back that up, so a parser bug shows up as a test failure, never as a wild read.
 
 extension ArraySlice where Element == UInt8 {
     @inlinable
-    func byte(at offset: Int) -> UInt8 {
+    public func byte(at offset: Int) -> UInt8 {
         self[startIndex + offset]
     }
 
     @inlinable
-    func uint16(at offset: Int) -> UInt16 {
+    public func uint16(at offset: Int) -> UInt16 {
         UInt16(self[startIndex + offset]) << 8 | UInt16(self[startIndex + offset + 1])
     }
 
     @inlinable
-    func uint24(at offset: Int) -> UInt32 {
+    public func uint24(at offset: Int) -> UInt32 {
         UInt32(self[startIndex + offset]) << 16 | UInt32(self[startIndex + offset + 1]) << 8
             | UInt32(self[startIndex + offset + 2])
     }
 
     @inlinable
-    func uint32(at offset: Int) -> UInt32 {
+    public func uint32(at offset: Int) -> UInt32 {
         UInt32(uint16(at: offset)) << 16 | UInt32(uint16(at: offset + 2))
     }
 
     /// The sub-slice `offset ..< offset + count`, in relative offsets.
     @inlinable
-    func bytes(at offset: Int, count: Int) -> ArraySlice<UInt8> {
+    public func bytes(at offset: Int, count: Int) -> ArraySlice<UInt8> {
         self[(startIndex + offset)..<(startIndex + offset + count)]
     }
 }
 
 /// Writes big-endian fields into a raw buffer whose size the serializer computed beforehand.
 /// Overrunning it is a serializer bug, not a peer's doing, hence the preconditions.
-@usableFromInline
-struct ByteWriter {
-    @usableFromInline let buffer: UnsafeMutableRawBufferPointer
-    @usableFromInline var offset = 0
+public struct ByteWriter {
+    public let buffer: UnsafeMutableRawBufferPointer
+    public var offset = 0
 
-    @usableFromInline
-    init(_ buffer: UnsafeMutableRawBufferPointer) {
+    @inlinable
+    public init(_ buffer: UnsafeMutableRawBufferPointer) {
         self.buffer = buffer
     }
 
-    @usableFromInline
-    mutating func put(_ byte: UInt8) {
+    @inlinable
+    public mutating func put(_ byte: UInt8) {
         precondition(offset < buffer.count, "serializer size computation is wrong")
         buffer[offset] = byte
         offset += 1
     }
 
-    @usableFromInline
-    mutating func put16(_ value: UInt16) {
+    @inlinable
+    public mutating func put16(_ value: UInt16) {
         put(UInt8(truncatingIfNeeded: value >> 8))
         put(UInt8(truncatingIfNeeded: value))
     }
 
-    @usableFromInline
-    mutating func put24(_ value: UInt32) {
+    @inlinable
+    public mutating func put24(_ value: UInt32) {
         put(UInt8(truncatingIfNeeded: value >> 16))
         put16(UInt16(truncatingIfNeeded: value))
     }
 
-    @usableFromInline
-    mutating func put32(_ value: UInt32) {
+    @inlinable
+    public mutating func put32(_ value: UInt32) {
         put16(UInt16(truncatingIfNeeded: value >> 16))
         put16(UInt16(truncatingIfNeeded: value))
     }
 
-    @usableFromInline
-    mutating func put<Bytes: Sequence>(contentsOf bytes: Bytes) where Bytes.Element == UInt8 {
+    @inlinable
+    public mutating func put<Bytes: Sequence>(contentsOf bytes: Bytes) where Bytes.Element == UInt8 {
         for byte in bytes { put(byte) }
     }
 
-    @usableFromInline
-    mutating func putZeros(_ count: Int) {
+    @inlinable
+    public mutating func putZeros(_ count: Int) {
         for _ in 0..<max(count, 0) { put(0) }
     }
 }
@@ -82,8 +82,8 @@ struct ByteWriter {
 extension Array where Element == UInt8 {
     /// Appends exactly `count` bytes produced by `body`, without reallocating when the array
     /// already has the capacity (callers reuse one buffer per stream).
-    @usableFromInline
-    mutating func appendWriting(count: Int, _ body: (inout ByteWriter) -> Void) {
+    @inlinable
+    public mutating func appendWriting(count: Int, _ body: (inout ByteWriter) -> Void) {
         let start = self.count
         append(contentsOf: repeatElement(0, count: count))
         withUnsafeMutableBytes { raw in
