@@ -37,6 +37,11 @@ let package = Package(
             providers: [.apt(["libsrtp2-dev"])]
         ),
 
+        .systemLibrary(
+            name: "COpus", pkgConfig: "opus",
+            providers: [.apt(["libopus-dev"])]
+        ),
+
         // Shared vocabulary: identifiers and their validation rules.
         .target(name: "ChorusCore", swiftSettings: strict),
 
@@ -68,11 +73,15 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // Audio mixer (MCU), sans-IO: Opus behind a codec seam, adaptive jitter buffer with FEC/PLC,
+        // speaker selection with hysteresis, mixing with a soft limiter, outbound RTP per recipient.
+        .target(name: "AudioMixer", dependencies: ["ChorusCore", "COpus"], swiftSettings: strict),
+
         // Room actors on their own serial queues, and the registry that owns them.
         .target(
             name: "Rooms",
             dependencies: [
-                "ChorusCore", "PeerTransport", "SDP", "DTLS", "ICELite", "RTCP",
+                "ChorusCore", "PeerTransport", "SDP", "DTLS", "ICELite", "RTCP", "RTP", "AudioMixer",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ],
@@ -145,6 +154,8 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
+        .testTarget(name: "AudioMixerCodecTests", dependencies: ["AudioMixer", "ChorusCore", "COpus"]),
+        .testTarget(name: "AudioMixerTests", dependencies: ["AudioMixer", "ChorusCore", "RTP"]),
         .testTarget(name: "SDPTests", dependencies: ["SDP", "ChorusCore"], resources: [.copy("Fixtures")]),
         .testTarget(name: "RTPTests", dependencies: ["RTP", "ChorusCore"]),
         .testTarget(name: "RTCPTests", dependencies: ["RTCP", "ChorusCore"]),

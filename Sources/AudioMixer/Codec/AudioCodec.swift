@@ -71,6 +71,11 @@ public protocol AudioDecoder: AnyObject, Sendable {
     /// Whether `decodeFEC` can recover a lost frame from the packet after it.
     var supportsInbandFEC: Bool { get }
 
+    /// The audio duration a payload carries, in samples at 48 kHz, without decoding it (Opus
+    /// reads the TOC byte); nil if the payload is not valid. The jitter buffer uses it to
+    /// place packets of 10–60 ms on its timeline.
+    func packetSamples(_ payload: UnsafeBufferPointer<UInt8>) -> Int?
+
     /// Decodes one payload. Give `pcm` room for `AudioCodecFormat.maxPacketSamples` to accept
     /// any packet duration (Opus packets carry 2.5–120 ms).
     func decode(
@@ -93,7 +98,8 @@ public protocol AudioDecoder: AnyObject, Sendable {
 extension AudioEncoder {
     /// Allocating convenience for tests and tools: encodes one frame into a new array.
     public func encode(_ pcm: [Int16]) throws(AudioCodecError) -> [UInt8] {
-        var payload = [UInt8](repeating: 0, count: AudioCodecFormat.maxPayloadBytes)
+        // Room for any Opus packet, or for 16-bit PCM.
+        var payload = [UInt8](repeating: 0, count: max(AudioCodecFormat.maxPayloadBytes, 2 * pcm.count))
         let written: Int = try pcm.withUnsafeBufferPointer { (input) throws(AudioCodecError) -> Int in
             try payload.withUnsafeMutableBufferPointer { (output) throws(AudioCodecError) -> Int in
                 try encode(input, into: output)
@@ -105,7 +111,7 @@ extension AudioEncoder {
 
     /// Allocating convenience for tests and tools: encodes one float frame into a new array.
     public func encode(_ pcm: [Float]) throws(AudioCodecError) -> [UInt8] {
-        var payload = [UInt8](repeating: 0, count: AudioCodecFormat.maxPayloadBytes)
+        var payload = [UInt8](repeating: 0, count: max(AudioCodecFormat.maxPayloadBytes, 2 * pcm.count))
         let written: Int = try pcm.withUnsafeBufferPointer { (input) throws(AudioCodecError) -> Int in
             try payload.withUnsafeMutableBufferPointer { (output) throws(AudioCodecError) -> Int in
                 try encode(input, into: output)
@@ -117,6 +123,11 @@ extension AudioEncoder {
 }
 
 extension AudioDecoder {
+    /// `packetSamples(_:)` for an array.
+    public func packetSamples(_ payload: [UInt8]) -> Int? {
+        payload.withUnsafeBufferPointer { packetSamples($0) }
+    }
+
     /// Allocating convenience for tests and tools: decodes one payload into a new array.
     public func decode(_ payload: [UInt8]) throws(AudioCodecError) -> [Int16] {
         try withScratch { (pcm) throws(AudioCodecError) -> Int in

@@ -34,6 +34,12 @@ public final class OpusDecoder: AudioDecoder, @unchecked Sendable {
         opus_decoder_destroy(state)
     }
 
+    public func packetSamples(_ payload: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard let data = payload.baseAddress, !payload.isEmpty, payload.count <= Int(Int32.max) else { return nil }
+        let samples = opus_packet_get_nb_samples(data, Int32(payload.count), Int32(AudioCodecFormat.sampleRate))
+        return samples > 0 ? Int(samples) : nil
+    }
+
     public func decode(
         _ payload: UnsafeBufferPointer<UInt8>, into pcm: UnsafeMutableBufferPointer<Int16>
     ) throws(AudioCodecError) -> Int {

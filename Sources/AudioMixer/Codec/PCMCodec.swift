@@ -60,6 +60,10 @@ public final class PCMCodec: AudioEncoder, AudioDecoder, @unchecked Sendable {
         return samples
     }
 
+    public func packetSamples(_ payload: UnsafeBufferPointer<UInt8>) -> Int? {
+        payload.isEmpty || payload.count % 2 != 0 ? nil : payload.count / 2
+    }
+
     public func decodeFEC(
         _ nextPayload: UnsafeBufferPointer<UInt8>, samples: Int, into pcm: UnsafeMutableBufferPointer<Int16>
     ) throws(AudioCodecError) -> Int {

@@ -1,0 +1,145 @@
+import ChorusCore
+
+/// One sender's receive chain for the mixer: `AdaptiveJitterBuffer` + `AudioDecoder` + a small
+/// PCM queue, turning RTP payloads into exactly one tick (960 samples) of 48 kHz mono per call.
+///
+/// Driven on the room's queue: `insert(…)` for each audio packet, `nextFrame(now:into:)` once per
+/// 20 ms tick with the tick's time. Packets of any Opus duration work: a 60 ms packet is decoded
+/// once and served over three ticks, two 10 ms packets are decoded for one tick; the jitter
+/// buffer is told the playout time of each packet's first sample so its delay accounting stays
+/// exact. Undecodable payloads are counted in `decodeErrors` and concealed.
+public struct JitterBufferedDecoder: Sendable {
+    /// What a frame handed to the mixer contains, so silent senders can be skipped cheaply.
+    public enum FrameKind: Equatable, Sendable {
+        /// Decoded (or FEC-recovered) audio.
+        case audio
+        /// At least part of the frame is packet loss concealment or inserted playout stretch.
+        case concealed
+        /// Silence: not started, DTX, or a stall. The samples are zero.
+        case silence
+    }
+
+    public private(set) var jitterBuffer: AdaptiveJitterBuffer
+    public let decoder: any AudioDecoder
+    /// Payloads the decoder rejected (they are concealed instead).
+    public private(set) var decodeErrors = 0
+
+    private var queue: [Int16]
+    private var queued = 0
+    private let tick: Int
+
+    public init(decoder: any AudioDecoder, configuration: JitterBufferConfiguration = JitterBufferConfiguration()) {
+        self.decoder = decoder
+        var configuration = configuration
+        // Asking for FEC recoveries the decoder cannot make would only skew the statistics.
+        configuration.inbandFEC = configuration.inbandFEC && decoder.supportsInbandFEC
+        jitterBuffer = AdaptiveJitterBuffer(configuration: configuration)
+        tick = jitterBuffer.configuration.tickSamples
+        // One tick still owed plus the longest packet: a decode always fits.
+        queue = [Int16](repeating: 0, count: tick + AudioCodecFormat.maxPacketSamples)
+    }
+
+    /// Hands one received audio packet to the jitter buffer, with its duration read from the
+    /// payload (so 10–60 ms packets are placed correctly).
+    public mutating func insert(
+        sequenceNumber: UInt16, timestamp: UInt32, payload: [UInt8], arrival: MediaTime, marker: Bool = false
+    ) {
+        let samples = payload.withUnsafeBufferPointer { decoder.packetSamples($0) }
+        jitterBuffer.insert(
+            sequenceNumber: sequenceNumber, timestamp: timestamp, payload: payload, arrival: arrival,
+            marker: marker, samples: samples)
+    }
+
+    /// Fills `pcm` (at least one tick long; only the first tick is written) with the audio
+    /// to play at `now`.
+    public mutating func nextFrame(now: MediaTime, into pcm: UnsafeMutableBufferPointer<Int16>) -> FrameKind {
+        var kind = FrameKind.silence
+        var rounds = 0
+        // Each pop yields ≥ 120 samples, so 16 rounds always fill a tick; the bound only guards
+        // against a decoder that returns nothing.
+        while queued < tick, rounds < 16 {
+            rounds += 1
+            let queuedNs = UInt64(queued) * 1_000_000_000 / UInt64(AudioCodecFormat.sampleRate)
+            let output = jitterBuffer.pop(now: now.adding(nanoseconds: queuedNs))
+            if case .notStarted = output { break }
+            let produced = render(output)
+            kind = Self.merge(kind, produced)
+        }
+        if queued < tick { appendSilence(tick - queued) }
+        let count = min(tick, pcm.count)
+        queue.withUnsafeMutableBufferPointer { buffer in
+            guard let source = buffer.baseAddress, let destination = pcm.baseAddress else { return }
+            destination.update(from: source, count: count)
+            // Keep what is left of a long packet for the next ticks (at most 120 ms).
+            let rest = queued - tick
+            if rest > 0 { source.update(from: source + tick, count: rest) }
+        }
+        queued = max(0, queued - tick)
+        return kind
+    }
+
+    /// Decodes or synthesizes one jitter buffer output onto the end of the queue.
+    private mutating func render(_ output: JitterBufferOutput) -> FrameKind {
+        switch output {
+        case .frame(let payload):
+            if decodeAppending(payload, fecSamples: nil) { return .audio }
+            decodeErrors += 1
+            concealAppending(jitterBuffer.packetSamples)
+            return .concealed
+        case .recoverWithFEC(let nextPayload, let samples):
+            if decoder.supportsInbandFEC, decodeAppending(nextPayload, fecSamples: samples) { return .audio }
+            concealAppending(samples)
+            return .concealed
+        case .conceal(let samples):
+            concealAppending(samples)
+            return .concealed
+        case .silence(let samples), .dtx(let samples):
+            appendSilence(samples)
+            return .silence
+        case .notStarted:
+            return .silence
+        }
+    }
+
+    private mutating func decodeAppending(_ payload: [UInt8], fecSamples: Int?) -> Bool {
+        let decoder = decoder
+        let start = queued
+        let written: Int? = queue.withUnsafeMutableBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return nil }
+            let free = UnsafeMutableBufferPointer(start: base + start, count: buffer.count - start)
+            return payload.withUnsafeBufferPointer { input in
+                if let fecSamples { return try? decoder.decodeFEC(input, samples: fecSamples, into: free) }
+                return try? decoder.decode(input, into: free)
+            }
+        }
+        guard let written, written > 0 else { return false }
+        queued += written
+        return true
+    }
+
+    private mutating func concealAppending(_ samples: Int) {
+        let decoder = decoder
+        let start = queued
+        let written: Int = queue.withUnsafeMutableBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return 0 }
+            let free = UnsafeMutableBufferPointer(start: base + start, count: buffer.count - start)
+            return (try? decoder.conceal(samples: samples, into: free)) ?? 0
+        }
+        if written > 0 { queued += written } else { appendSilence(samples) }
+    }
+
+    private mutating func appendSilence(_ samples: Int) {
+        let count = max(0, min(samples, queue.count - queued))
+        let start = queued
+        queue.withUnsafeMutableBufferPointer { buffer in
+            buffer.baseAddress.map { ($0 + start).update(repeating: 0, count: count) }
+        }
+        queued += count
+    }
+
+    private static func merge(_ current: FrameKind, _ next: FrameKind) -> FrameKind {
+        if current == .concealed || next == .concealed { return .concealed }
+        if current == .audio || next == .audio { return .audio }
+        return .silence
+    }
+}

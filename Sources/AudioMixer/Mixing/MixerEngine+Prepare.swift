@@ -1,0 +1,86 @@
+import ChorusCore
+
+extension MixerEngine {
+    /// Level, voice activity and talking state of every participant; fills `candidates`.
+    mutating func measureLevels(now: MediaTime) {
+        // Swapped out (no copy), so the loop can mutate `participants` in place.
+        var candidates: [SpeakerCandidate<Int>] = []
+        swap(&candidates, &self.candidates)
+        candidates.removeAll(keepingCapacity: true)
+        for slot in participants.indices where participants[slot].occupied {
+            let level: Float
+            var active: Bool
+            if let indication = participants[slot].audioLevel {
+                // The client's level; its V bit may veto, never assert (Chrome sets it always).
+                level = indication.dBov
+                active = participants[slot].vad.update(levelDBov: level) && (indication.voiceActivity ?? true)
+            } else {
+                level = Self.measure(participants[slot].frame)
+                active = participants[slot].vad.update(levelDBov: level)
+            }
+            let muted = participants[slot].muted
+            if muted { active = false }
+            participants[slot].levelDBov = level
+            participants[slot].voiceActive = active
+            switch participants[slot].talking.update(voiceActive: active, muted: muted, at: now) {
+            case .started?: events.append(.talkingStarted(slot))
+            case .stopped?: events.append(.talkingStopped(slot))
+            case nil: break
+            }
+            candidates.append(SpeakerCandidate(id: slot, levelDBov: level, voiceActive: active, muted: muted))
+        }
+        swap(&candidates, &self.candidates)
+    }
+
+    private static func measure(_ frame: AudioMixerInput.Frame?) -> Float {
+        switch frame {
+        case .int16(let samples)?: return AudioLevel.dBov(of: samples)
+        case .float(let samples)?: return AudioLevel.dBov(of: samples)
+        case nil: return AudioLevel.silenceDBov
+        }
+    }
+
+    /// Flags this tick's speakers. A newcomer's own-mix limiter starts from the full mix
+    /// limiter's state: until now this participant heard the full mix through it.
+    mutating func markSpeakers() {
+        for slot in previousSpeakers where participants[slot].occupied { participants[slot].isSpeaker = false }
+        for slot in selection.speakers {
+            participants[slot].isSpeaker = true
+            if !participants[slot].wasSpeaker { participants[slot].limiter = fullMixLimiter }
+        }
+    }
+
+    /// Lists the full mix's recipients and plans the tick's mixes.
+    mutating func planMixes() {
+        listeners.removeAll(keepingCapacity: true)
+        for slot in participants.indices
+        where participants[slot].occupied && participants[slot].receivesAudio && !participants[slot].isSpeaker {
+            listeners.append(slot)
+        }
+        // Planned on a local value, so the closure may read `self`.
+        var plan = MixPlan<Int>()
+        swap(&plan, &self.plan)
+        plan.update(speakers: selection.speakers, listenerCount: listeners.count) { participants[$0].receivesAudio }
+        swap(&plan, &self.plan)
+    }
+
+    /// Loads the speakers' frames into the core and lists the contributors, loudest first.
+    mutating func loadSources() {
+        core.beginFrame()
+        contributors.removeAll(keepingCapacity: true)
+        for slot in selection.speakers {
+            let index: Int?
+            switch participants[slot].frame {
+            case .int16(let samples)?: index = core.addSource(samples)
+            case .float(let samples)?: index = core.addSource(samples)
+            case nil: index = nil
+            }
+            participants[slot].sourceIndex = index
+            guard index != nil else { continue }
+            let level = participants[slot].levelDBov
+            var position = contributors.count
+            while position > 0, participants[contributors[position - 1]].levelDBov < level { position -= 1 }
+            contributors.insert(slot, at: position)
+        }
+    }
+}

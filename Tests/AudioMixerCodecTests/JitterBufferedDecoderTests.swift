@@ -1,0 +1,80 @@
+import ChorusCore
+import Testing
+
+import AudioMixer
+
+/// The receive chain (jitter buffer + decoder + PCM queue) that hands the mixer one 20 ms
+/// frame per tick whatever the sender's packet duration.
+@Suite("Jitter-buffered decoder")
+struct JitterBufferedDecoderTests {
+    /// Sends a ramp (sample n has value n % 30000) in PCM packets of `packetSamples`, runs
+    /// `ticks` 20 ms ticks, and returns the concatenated output.
+    private func runRamp(packetSamples: Int, ticks: Int, lose: Set<Int> = []) throws -> (pcm: [Int16], chain: JitterBufferedDecoder) {
+        let encoder = PCMCodec()
+        var chain = JitterBufferedDecoder(decoder: PCMCodec())
+        let interval = UInt64(packetSamples) * 1_000_000_000 / 48_000
+        let packetCount = ticks * 960 / packetSamples
+        var packets: [(arrival: UInt64, index: Int, payload: [UInt8])] = []
+        for index in 0..<packetCount where !lose.contains(index) {
+            let samples = (0..<packetSamples).map { Int16((index * packetSamples + $0) % 30_000) }
+            packets.append((1_000_000_000 + UInt64(index) * interval + 30_000_000, index, try encoder.encode(samples)))
+        }
+        var output: [Int16] = []
+        var frame = [Int16](repeating: 0, count: 960)
+        var next = 0
+        for tick in 0..<ticks {
+            let now = 1_007_000_000 + UInt64(tick) * 20_000_000
+            while next < packets.count, packets[next].arrival <= now {
+                let packet = packets[next]
+                chain.insert(
+                    sequenceNumber: UInt16(truncatingIfNeeded: packet.index),
+                    timestamp: UInt32(truncatingIfNeeded: packet.index * packetSamples),
+                    payload: packet.payload, arrival: MediaTime(nanoseconds: packet.arrival))
+                next += 1
+            }
+            _ = frame.withUnsafeMutableBufferPointer { chain.nextFrame(now: MediaTime(nanoseconds: now), into: $0) }
+            output += frame
+        }
+        return (output, chain)
+    }
+
+    @Test("10, 20, 40 and 60 ms packets all come out as one continuous signal", arguments: [480, 960, 1_920, 2_880])
+    func packetDurations(packetSamples: Int) throws {
+        let (pcm, chain) = try runRamp(packetSamples: packetSamples, ticks: 300)
+        let start = try #require(pcm.firstIndex { $0 != 0 })
+        // From the first sample of audio, 4 s of the ramp without a gap or a repeat.
+        let played = pcm[(start - 1)..<(start - 1 + 4 * 48_000)]
+        let mismatch = played.indices.first { played[$0] != Int16(($0 - played.startIndex) % 30_000) }
+        #expect(mismatch == nil, "first mismatch at \(String(describing: mismatch)): \(chain.jitterBuffer.statistics)")
+        #expect(chain.decodeErrors == 0)
+        #expect(chain.jitterBuffer.statistics.lost == 0)
+        #expect(chain.jitterBuffer.statistics.droppedFrames + chain.jitterBuffer.statistics.insertedFrames == 0)
+    }
+
+    @Test("Opus end to end: a lost packet is recovered from FEC, garbage is concealed")
+    func opusWithLossAndGarbage() throws {
+        let encoder = try OpusEncoder(bitrate: 32_000, inbandFEC: true, expectedPacketLossPercent: 10)
+        var chain = JitterBufferedDecoder(decoder: try OpusDecoder())
+        var kinds: [JitterBufferedDecoder.FrameKind] = []
+        var output: [Int16] = []
+        var frame = [Int16](repeating: 0, count: 960)
+        for index in 0..<150 {
+            var payload = try encoder.encode(Signal.sineFrame(index))
+            if index == 120 { payload = [0xFF, 0xFF, 0xFF, 0xFF, 0x00] }  // not a valid Opus packet
+            if index != 100 {  // lost
+                chain.insert(
+                    sequenceNumber: UInt16(index), timestamp: UInt32(index * 960), payload: payload,
+                    arrival: MediaTime(nanoseconds: 1_000_000_000 + UInt64(index) * 20_000_000 + 30_000_000))
+            }
+            let now = MediaTime(nanoseconds: 1_007_000_000 + UInt64(index) * 20_000_000)
+            kinds.append(frame.withUnsafeMutableBufferPointer { chain.nextFrame(now: now, into: $0) })
+            output += frame
+        }
+        let statistics = chain.jitterBuffer.statistics
+        #expect(statistics.fecRecoveries == 1 && statistics.lost == 1)
+        #expect(chain.decodeErrors == 1)
+        #expect(kinds.filter { $0 == .concealed }.count == 1, "only the garbage frame is concealed")
+        #expect(kinds.prefix(4).allSatisfy { $0 == .silence })
+        #expect(abs(Signal.zeroCrossingFrequency(output[(20 * 960)..<(118 * 960)]) - 440) < 1)
+    }
+}
