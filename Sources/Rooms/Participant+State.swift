@@ -17,6 +17,7 @@ struct Participant {
     let ufrag: String
     var boundAddresses: Set<TransportAddress> = []
     var srtpProfile: String?
+    var audio: ParticipantAudio
 
     func snapshot(endCause: EndCause? = nil) -> ParticipantSnapshot {
         ParticipantSnapshot(

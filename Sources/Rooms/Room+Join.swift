@@ -1,3 +1,4 @@
+import AudioMixer
 import ChorusCore
 import DTLS
 import Foundation
@@ -36,11 +37,21 @@ extension Room {
         } catch {
             throw .internalFailure("DTLS setup: \(error)")
         }
+        let decoder: OpusDecoder
+        do {
+            decoder = try OpusDecoder()
+        } catch {
+            throw .internalFailure("Opus decoder: \(error)")
+        }
+        let audio = ParticipantAudio(
+            payloadType: analysis.audio.opusPayloadType.rawValue, levelExtensionID: analysis.audio.extensions.ssrcAudioLevel,
+            csrcLevelExtensionID: analysis.audio.extensions.csrcAudioLevel, ssrc: plan.transport.rtcpSSRC, decoder: decoder)
         let connection = ParticipantConnection(callId: request.callId, room: self)
         let participant = Participant(
             callId: request.callId, userId: request.userId, displayName: request.displayName, joinedAt: Date(),
-            transport: transport, connection: connection, ufrag: plan.transport.localICE.ufrag)
+            transport: transport, connection: connection, ufrag: plan.transport.localICE.ufrag, audio: audio)
         participants[request.callId] = participant
+        _ = mixer.addParticipant(request.callId, ssrc: analysis.audio.ssrc)
         media.routing.register(ufrag: participant.ufrag, receiver: connection)
         startTimerIfNeeded()
         var fields: [String: EventField] = [

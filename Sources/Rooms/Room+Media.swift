@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Metrics
 import PeerTransport
+import RTP
 
 extension Room {
     /// Room tick: 20 ms, the audio frame length the mixer will run on. Today it drives the
@@ -12,6 +13,7 @@ extension Room {
     /// One datagram for `callId`, on the room's queue (see `ParticipantConnection`).
     func handleDatagram(_ datagram: [UInt8], from source: TransportAddress, at now: MediaTime, callId: CallID) {
         guard let participant = participants[callId] else { return }
+        lastPacketTime = now
         switch participant.transport.receive(datagram, from: source, now: now) {
         case .success(let event?):
             handle(event, for: callId)
@@ -48,9 +50,11 @@ extension Room {
             end(callId, cause: .hungUp)
         case .consentExpired:
             end(callId, cause: .timeout)
-        case .rtp, .rtcp:
-            // The mixer and the forwarder consume these (next issues).
-            break
+        case .rtp(let packet):
+            // Audio goes to the mixer; the camera's video is the forwarder's (next issue).
+            if let rtp = try? RTPPacket(parsing: packet) { receiveAudio(rtp, callId: callId, now: lastPacketTime) }
+        case .rtcp(let compound):
+            receiveAudioFeedback(compound, callId: callId)
         }
     }
 
@@ -59,13 +63,14 @@ extension Room {
     @discardableResult
     public func end(_ callId: CallID, cause: EndCause) -> Bool {
         guard let participant = participants.removeValue(forKey: callId) else { return false }
+        mixer.removeParticipant(callId)
         media?.routing.unregister(ufrag: participant.ufrag)
         for address in participant.boundAddresses { media?.routing.unbind(address) }
         let counters = participant.transport.counters
         emit("participant.ended", [
             "callId": .string(callId.rawValue), "userId": .string(participant.userId.rawValue),
             "endCause": .string(cause.rawValue), "established": .bool(participant.establishedAt != nil),
-            "media": .object(counters.fields),
+            "media": .object(counters.fields), "audio": .object(participant.audio.statistics),
         ])
         if participants.isEmpty {
             timer?.cancel()
@@ -80,14 +85,30 @@ extension Room {
         timer.schedule(deadline: .now() + .milliseconds(Self.tickMilliseconds),
                        repeating: .milliseconds(Self.tickMilliseconds), leeway: .milliseconds(1))
         timer.setEventHandler { [weak self] in
-            self?.assumeIsolated { $0.tick(now: .now()) }
+            self?.assumeIsolated { $0.runTicks(now: .now()) }
         }
         timer.resume()
         self.timer = timer
     }
 
+    /// Runs every 20 ms tick that is due on the tick grid: a timer that fired late (or merged
+    /// firings) is caught up, at most 5 ticks at once; beyond that the grid restarts, because
+    /// old audio is no use to anyone.
+    func runTicks(now: MediaTime) {
+        let period = UInt64(Self.tickMilliseconds) * 1_000_000
+        var due = nextTickAt ?? now
+        var ran = 0
+        while due <= now, ran < 5 {
+            audioTick(now: due)
+            due = due.adding(nanoseconds: period)
+            ran += 1
+        }
+        nextTickAt = due <= now ? now.adding(nanoseconds: period) : due
+        pollTransports(now: now)
+    }
+
     /// Polls the transports whose deadline has passed (a scan per tick, never per packet).
-    func tick(now: MediaTime) {
+    func pollTransports(now: MediaTime) {
         for (callId, participant) in participants where participant.transport.nextDeadline <= now {
             if let event = participant.transport.poll(now: now) { handle(event, for: callId) }
         }

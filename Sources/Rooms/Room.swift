@@ -1,3 +1,4 @@
+import AudioMixer
 import ChorusCore
 import Dispatch
 import Foundation
@@ -25,6 +26,13 @@ public actor Room {
     var log = RoomEventLog()
     var participants: [CallID: Participant] = [:]
     var timer: (any DispatchSourceTimer)?
+    /// When the next 20 ms tick is due (ticks are scheduled on this grid, so a late timer is
+    /// caught up without drift).
+    var nextTickAt: MediaTime?
+    var mixer: RoomAudioMixer<CallID>
+    /// Arrival time of the datagram being handled (transport events carry no time of their own).
+    var lastPacketTime = MediaTime(nanoseconds: 0)
+    var encoders = MixEncoders()
 
     public init(key: RoomKey, settings: RoomSettings, logger: Logger, media: MediaEnvironment? = nil,
                 observer: RoomEventObserver? = nil) {
@@ -36,6 +44,7 @@ public actor Room {
         self.logger = logger
         self.media = media
         self.observer = observer
+        self.mixer = RoomAudioMixer(configuration: AudioMixerConfiguration(mixedSpeakers: settings.mixedSpeakers))
     }
 
     isolated deinit {

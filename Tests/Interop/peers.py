@@ -23,19 +23,25 @@ aioice.ice.get_host_addresses = lambda use_ipv4, use_ipv6: ["127.0.0.1"]
 
 
 class ToneTrack(AudioStreamTrack):
-    """A sine tone at `frequency` Hz, 48 kHz mono, 20 ms frames."""
+    """A sine tone at `frequency` Hz (amplitude 0 = silence), 48 kHz mono, 20 ms frames."""
 
-    def __init__(self, frequency: float):
+    def __init__(self, frequency: float, amplitude: float = 8000):
         super().__init__()
         self.frequency = frequency
+        self.amplitude = amplitude
         self.samples = 0
+        self.started: float | None = None
 
     async def recv(self) -> AudioFrame:
         samples = 960
-        if self.samples:
-            await asyncio.sleep(0.02)
+        # Paced by the wall clock, not by sleep(0.02) (which drifts late on a busy machine).
+        if self.started is None:
+            self.started = time.monotonic()
+        wait = self.started + self.samples / 48000 - time.monotonic()
+        if wait > 0:
+            await asyncio.sleep(wait)
         t = (numpy.arange(samples) + self.samples) / 48000
-        pcm = (numpy.sin(2 * math.pi * self.frequency * t) * 8000).astype(numpy.int16)
+        pcm = (numpy.sin(2 * math.pi * self.frequency * t) * self.amplitude).astype(numpy.int16)
         frame = AudioFrame.from_ndarray(pcm.reshape(1, -1), format="s16", layout="mono")
         frame.sample_rate = 48000
         frame.pts = self.samples
@@ -63,14 +69,17 @@ class ColorTrack(VideoStreamTrack):
 class Peer:
     """One aiortc participant: audio (tone) + camera + `slots` receive-only video m-lines."""
 
-    def __init__(self, frequency: float = 440.0, rgb=(255, 0, 0), video: bool = True, slots: int = 2):
+    def __init__(self, frequency: float = 440.0, rgb=(255, 0, 0), video: bool = True, slots: int = 2,
+                 amplitude: float = 8000):
         self.pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
-        self.pc.addTrack(ToneTrack(frequency))
+        self.pc.addTrack(ToneTrack(frequency, amplitude))
         if video:
             self.pc.addTransceiver(ColorTrack(rgb), direction="sendonly")
             for _ in range(slots):
                 self.pc.addTransceiver("video", direction="recvonly")
         self.received: dict[str, int] = {}
+        # Decoded audio as it arrives: (arrival time, mono float samples at 48 kHz).
+        self.audio: list[tuple[float, numpy.ndarray]] = []
 
         @self.pc.on("track")
         def on_track(track):
@@ -79,10 +88,21 @@ class Peer:
     async def _drain(self, track) -> None:
         while True:
             try:
-                await track.recv()
+                frame = await track.recv()
             except Exception:
                 return
             self.received[track.kind] = self.received.get(track.kind, 0) + 1
+            if track.kind == "audio":
+                pcm = frame.to_ndarray().astype(numpy.float64).reshape(-1)
+                channels = len(frame.layout.channels)
+                if channels > 1:
+                    pcm = pcm.reshape(-1, channels).mean(axis=1)
+                self.audio.append((time.monotonic(), pcm))
+
+    def audio_between(self, start: float, end: float) -> numpy.ndarray:
+        """The decoded audio received between two monotonic times, concatenated."""
+        parts = [pcm for at, pcm in self.audio if start <= at < end]
+        return numpy.concatenate(parts) if parts else numpy.zeros(0)
 
     async def offer(self) -> str:
         await self.pc.setLocalDescription(await self.pc.createOffer())

@@ -1,0 +1,141 @@
+import AudioMixer
+import ChorusCore
+import RTCP
+import RTP
+
+/// The room's mix encoders: one per distinct mix (the shared full mix, and one "minus me" per
+/// mixed speaker), kept while that mix exists so each stream's encoder state stays continuous.
+struct MixEncoders {
+    enum Key: Hashable { case full, minusOne(CallID) }
+
+    var encoders: [Key: OpusEncoder] = [:]
+    var payload = [UInt8](repeating: 0, count: AudioCodecFormat.maxPayloadBytes)
+    var packet: [UInt8] = []
+    /// Distinct encodes done, for tests and metrics.
+    var encodes: UInt64 = 0
+
+    mutating func encoder(for key: Key, settings: AudioEncoding) -> OpusEncoder? {
+        if let existing = encoders[key] { return existing }
+        let created = try? OpusEncoder(bitrate: settings.bitrate, complexity: settings.complexity, inbandFEC: true)
+        encoders[key] = created
+        return created
+    }
+
+    /// Forgets encoders of mixes that no longer exist.
+    mutating func retain(_ keys: Set<Key>) {
+        for key in encoders.keys where !keys.contains(key) { encoders.removeValue(forKey: key) }
+    }
+}
+
+extension Room {
+    /// An audio RTP packet from `callId` (already decrypted): into its jitter buffer, with the
+    /// client's RFC 6464 level when it sends one.
+    func receiveAudio(_ rtp: RTPPacket, callId: CallID, now: MediaTime) {
+        let header = rtp.header
+        guard var audio = participants[callId]?.audio, header.payloadType.rawValue == audio.payloadType else { return }
+        if audio.remoteSSRC != header.ssrc {
+            audio.remoteSSRC = header.ssrc
+            if let handle = mixer.handle(for: callId) { _ = mixer.setSSRC(header.ssrc, for: handle) }
+        }
+        if let id = audio.levelExtensionID, header.hasExtension,
+           let value = rtp.headerExtensions.first(id: UInt8(truncatingIfNeeded: id)), let byte = value.first {
+            audio.pendingLevel = SSRCAudioLevel(byte: byte)
+        }
+        audio.receive.insert(sequenceNumber: header.sequenceNumber, timestamp: header.timestamp,
+                             payload: Array(rtp.payload), arrival: now, marker: header.marker)
+        participants[callId]?.audio = audio
+    }
+
+    /// Loss the participant reports about the mix we send it (RTCP receiver reports), which
+    /// decides how much in-band FEC its mix's encoder adds.
+    func receiveAudioFeedback(_ compound: [UInt8], callId: CallID) {
+        guard let ours = participants[callId]?.audio.outbound.ssrc,
+              let packets = try? RTCPCompoundPacket(parsing: compound) else { return }
+        for packet in packets {
+            let blocks: [ReportBlock]
+            switch packet {
+            case .receiverReport(let report): blocks = Array(report.reportBlocks)
+            case .senderReport(let report): blocks = Array(report.reportBlocks)
+            default: continue
+            }
+            if let block = blocks.first(where: { $0.ssrc == ours }) {
+                participants[callId]?.audio.reportedLossPercent = Int(block.fractionLost) * 100 / 256
+            }
+        }
+    }
+
+    /// One 20 ms audio tick: decode one frame per participant, mix the top speakers, encode
+    /// each distinct mix once, send each recipient its mix on its own RTP stream.
+    func audioTick(now: MediaTime) {
+        for callId in participants.keys { feedMixer(callId, now: now) }
+        let tick = mixer.tick(now: now)
+        var live = Set<MixEncoders.Key>()
+        for mix in tick.mixes {
+            let key: MixEncoders.Key = if case .minusOne(let id) = mix.kind { .minusOne(id) } else { .full }
+            live.insert(key)
+            send(mix, key: key, now: now)
+        }
+        encoders.retain(live)
+        for event in tick.events { emitAudioEvent(event) }
+    }
+
+    /// Hands the mixer this tick's input for one participant. Mutates the participant in place
+    /// (through the dictionary's accessor) so its decode buffer is reused, not copied per tick.
+    private func feedMixer(_ callId: CallID, now: MediaTime) {
+        guard let state = participants[callId]?.state, let muted = participants[callId]?.audioMuted else { return }
+        let established = state == .established
+        var input = AudioMixerInput(muted: muted, receivesAudio: established)
+        if established, let frame = participants[callId]?.audio.nextFrame(now: now) {
+            input.frame = frame.pcm.map { .int16($0) }
+            input.audioLevel = frame.level
+        }
+        _ = mixer.setInput(input, for: callId)
+    }
+
+    private func send(_ mix: AudioMixerTick<CallID>.Mix, key: MixEncoders.Key, now: MediaTime) {
+        let recipients = mix.recipients.filter { participants[$0]?.state == .established }
+        guard !recipients.isEmpty else { return }
+        if mix.isSilent {
+            for id in recipients { participants[id]?.audio.outbound.skipFrame() }
+            return
+        }
+        guard let encoder = encoders.encoder(for: key, settings: media?.audio ?? AudioEncoding()) else { return }
+        let loss = recipients.compactMap { participants[$0]?.audio.reportedLossPercent }.max() ?? 0
+        encoder.expectedPacketLossPercent = loss
+        let length = mix.samples.withUnsafeBufferPointer { pcm in
+            encoders.payload.withUnsafeMutableBufferPointer { out in (try? encoder.encode(pcm, into: out)) ?? 0 }
+        }
+        guard length > 0 else { return }
+        encoders.encodes &+= 1
+        let payload = encoders.payload[0..<length]
+        for id in recipients {
+            guard let participant = participants[id] else { continue }
+            encoders.packet.removeAll(keepingCapacity: true)
+            payload.withUnsafeBytes { bytes in
+                participants[id]?.audio.outbound.packet(payload: bytes, csrcs: mix.csrcs,
+                                                        csrcAudioLevels: mix.csrcAudioLevels, into: &encoders.packet)
+            }
+            participant.transport.sendRTP(encoders.packet, now: now)
+        }
+    }
+
+    private func emitAudioEvent(_ event: AudioMixerEvent<CallID>) {
+        switch event {
+        case .talkingStarted(let id), .talkingStopped(let id):
+            let started = if case .talkingStarted = event { true } else { false }
+            participants[id]?.audio.talking = started
+            emit(event.name, participantFields(id))
+        case .dominantSpeaker(let id):
+            emit(event.name, id.map(participantFields) ?? ["callId": .null])
+        }
+    }
+
+    func participantFields(_ id: CallID) -> [String: EventField] {
+        var fields: [String: EventField] = ["callId": .string(id.rawValue)]
+        if let user = participants[id]?.userId { fields["userId"] = .string(user.rawValue) }
+        return fields
+    }
+
+    /// Distinct encodes so far (tests check the per-tick bound through this).
+    public var audioEncodeCount: UInt64 { encoders.encodes }
+}
