@@ -48,7 +48,10 @@ public struct RoomEvent: Sendable, Equatable {
 struct RoomEventLog {
     let capacity: Int
     private(set) var events: [RoomEvent] = []
-    private var nextID: UInt64 = 1
+    /// Ids start from the wall clock (microseconds) rather than 1, so they keep increasing when
+    /// a room is closed and opened again or the server restarts: a client's Last-Event-ID
+    /// from before then never hides the new room's events.
+    private var nextID = UInt64(max(0, Date().timeIntervalSince1970 * 1_000_000))
     private var subscribers: [UInt64: AsyncStream<RoomEvent>.Continuation] = [:]
     private var nextSubscriber: UInt64 = 0
 

@@ -170,8 +170,19 @@ def test_whip_form_join_and_leave(chorus_server):
         wait_until(lambda: participant(chorus_server, "whip", call_id)["state"] == "established", 3)
         gone = requests.delete(chorus_server.url(location), auth=chorus_server.auth, timeout=10)
         assert gone.status_code == 204
-        call = chorus_server.request("GET", f"/v1/calls/{call_id}").json()
-        assert call["endCause"] == "kicked" or call["endCause"] == "hungUp"
+        # The call record is written asynchronously after the DELETE answers.
+        call = wait_until(lambda: (lambda c: c if c.get("state") == "ended" else None)(
+            chorus_server.request("GET", f"/v1/calls/{call_id}").json()), 5)
+        assert call["endCause"] == "kicked"
     finally:
         loop.run_until_complete(peer.close())
         loop.close()
+
+
+def test_a_refused_join_leaves_no_room_and_no_call(chorus_server):
+    reply = requests.post(chorus_server.url("/v1/rooms/ghost/participants"), data="garbage",
+                          auth=chorus_server.auth, headers={"Content-Type": "application/sdp"}, timeout=10)
+    assert reply.status_code == 422, reply.text
+    assert reply.json()["error"]["code"] == "malformed"
+    assert chorus_server.request("GET", "/v1/rooms/ghost").status_code == 404
+    assert chorus_server.request("GET", "/v1/calls?roomId=ghost").json()["calls"] == []

@@ -4,16 +4,21 @@
 2. Schemathesis (its CLI, run as a subprocess) generates requests for every operation of the
    served document - valid and invalid ones, through its examples, coverage, fuzzing and stateful
    (OpenAPI links) phases - and checks each response: no 5xx, only documented status codes, the
-   documented content type, and a body that matches the documented schema.
+   documented content type, and a body that matches the documented schema (for the room event
+   stream: each event it reads, and the JSON of each event's data).
 3. Requests schemathesis cannot make on its own (valid registration signatures, user tokens,
-   signed application requests, idempotent retries, oversized bodies, unknown paths and methods)
-   are made by hand here and their responses checked against the document the same way.
+   signed application requests, idempotent retries, oversized bodies, unknown paths and methods,
+   participants in several states, an event stream followed to its end) are made by hand here and
+   their responses checked against the document the same way.
 
-Nothing is excluded from the schemathesis run.
+Nothing is excluded from the schemathesis run. Two settings make it reach everything:
+`schemathesis_hooks.py` lets it send the WHIP form of a join (`application/sdp`), and the event
+stream gets a short request timeout (see SCHEMATHESIS_CONFIG).
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import datetime as dt
 import hashlib
@@ -30,6 +35,8 @@ import requests
 import schemathesis
 import yaml
 
+from peers import Peer
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 OPENAPI_PATH = REPO_ROOT / "Sources" / "ControlAPI" / "Resources" / "openapi.yaml"
 
@@ -45,6 +52,9 @@ EXPECTED_OPERATIONS = {
     "/v1/calls": {"get"},
     "/v1/calls/{callId}": {"get"},
     "/v1/calls/{callId}/statistics": {"get", "post"},
+    "/v1/rooms/{roomId}/participants": {"get", "post"},
+    "/v1/rooms/{roomId}/participants/{callId}": {"get", "patch", "delete"},
+    "/v1/rooms/{roomId}/events": {"get"},
 }
 HTTP_METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 
@@ -53,6 +63,16 @@ MAX_EXAMPLES = int(os.environ.get("CHORUS_SCHEMATHESIS_MAX_EXAMPLES", "25"))
 # A fixed seed keeps `make test` repeatable; CHORUS_SCHEMATHESIS_SEED=random explores afresh.
 SEED = os.environ.get("CHORUS_SCHEMATHESIS_SEED", "20261122")
 SCHEMATHESIS_TIMEOUT = 170  # seconds; a normal run takes well under a minute
+HOOKS = Path(__file__).with_name("schemathesis_hooks.py")
+# Schemathesis reads an event stream until the server ends it, 20 events have come, or the request
+# timeout has passed. GET /v1/rooms/{roomId}/events stays open as long as the room and is mostly
+# silent, so every 200 it answers would hold a worker for the whole request timeout (10 s): a short
+# one for that operation keeps the run fast. The events read by then are still checked.
+SCHEMATHESIS_CONFIG = """
+[[operations]]
+include-operation-id = "getRoomEvents"
+request-timeout = 3
+"""
 
 
 @pytest.fixture
@@ -105,8 +125,10 @@ def test_schemathesis_finds_no_contract_violation(contract_server, tmp_path):
     document = tmp_path / "openapi.yaml"
     document.write_bytes(response.content)
     key, secret = contract_server.auth
+    config = tmp_path / "schemathesis.toml"
+    config.write_text(SCHEMATHESIS_CONFIG)
     command = [
-        sys.executable, "-m", "schemathesis.cli", "run", str(document),
+        sys.executable, "-m", "schemathesis.cli", "--config-file", str(config), "run", str(document),
         "--url", contract_server.base_url,
         "--auth", f"{key}:{secret}",
         "--checks", CHECKS,
@@ -119,7 +141,7 @@ def test_schemathesis_finds_no_contract_violation(contract_server, tmp_path):
     reports = REPO_ROOT / "test-output"
     if reports.is_dir():  # `make test` creates it; keep a JUnit report there for CI
         command += ["--report", "junit", "--report-junit-path", str(reports / "schemathesis-junit.xml")]
-    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "120"}
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "120", "SCHEMATHESIS_HOOKS": str(HOOKS)}
     started = time.monotonic()
     # cwd: schemathesis keeps its Hypothesis example database and caches in the working directory;
     # a fresh one per run keeps runs independent of each other.
@@ -129,7 +151,8 @@ def test_schemathesis_finds_no_contract_violation(contract_server, tmp_path):
     assert done.returncode == 0, (
         f"schemathesis found contract violations (exit {done.returncode}, "
         f"{time.monotonic() - started:.0f}s):\n{output}\nserver log:\n{contract_server.log_tail()}")
-    assert "Tested: 14" in output, output  # every operation, the document's own included
+    operations = sum(map(len, EXPECTED_OPERATIONS.values()))
+    assert f"Tested: {operations}" in output, output  # every operation, the document's own included
 
 
 # -- hand-made requests -------------------------------------------------------------------------
@@ -297,3 +320,250 @@ def test_hand_made_requests_conform(contract_server):
         assert refused.status_code == 405 and refused.headers.get("x-request-id"), refused.text
         assert refused.headers.get("Allow") == allow
         check_error(refused, "methodNotAllowed")
+
+
+# -- participants and events --------------------------------------------------------------------
+
+PARTICIPANTS = "/v1/rooms/{roomId}/participants"
+PARTICIPANT = "/v1/rooms/{roomId}/participants/{callId}"
+EVENTS = "/v1/rooms/{roomId}/events"
+
+
+class EventReader:
+    """A room's Server-Sent Events, read in the test's own thread: `next()` blocks until the next
+    event and returns its data (plus `_id` and `_event`, the frame's fields); `finish()` returns
+    the events left until the server ends the stream (after `room.closed`) and keeps the bytes
+    read, so that the contract can check the whole response like any other."""
+
+    def __init__(self, response: requests.Response):
+        assert response.status_code == 200, response.text
+        assert response.headers["content-type"] == "text/event-stream", response.headers
+        self.response = response
+        self.raw = bytearray()
+        self._events = self._read()
+
+    def _read(self):
+        fields: dict[str, str] = {}
+        for line in self.response.iter_lines():
+            self.raw += line + b"\n"
+            if line.startswith(b":"):  # a comment (keep-alive)
+                continue
+            if line:
+                name, _, value = line.decode().partition(":")
+                fields[name] = value.removeprefix(" ")
+                continue
+            if "data" in fields:
+                yield {**json.loads(fields["data"]), "_id": int(fields["id"]), "_event": fields["event"]}
+            fields = {}
+
+    def next(self) -> dict:
+        event = next(self._events, None)
+        assert event is not None, f"the event stream ended early: {bytes(self.raw)!r}"
+        return event
+
+    def finish(self) -> list[dict]:
+        rest = list(self._events)
+        # The body as if it had been read at once, for `Contract.check`.
+        self.response._content, self.response._content_consumed = bytes(self.raw), True
+        return rest
+
+
+def follow_events(server, room: str, headers: dict | None = None, auth=None) -> EventReader:
+    return EventReader(requests.get(server.url(f"/v1/rooms/{room}/events"), headers=headers, auth=auth,
+                                    stream=True, timeout=(5, 20)))
+
+
+def register(server, user: str) -> dict:
+    """A registered user's Authorization header."""
+    key, secret = server.auth
+    reply = requests.post(server.url(f"/v1/users/{user}/registrations"), timeout=10,
+                          json=registration_body(user, key, secret, 1))
+    assert reply.status_code == 201, reply.text
+    return {"Authorization": f"Bearer {reply.json()['accessToken']}"}
+
+
+def test_participants_and_events_conform(chorus_server):
+    server, contract = chorus_server, Contract()
+    post, get, patch, delete = requests.post, requests.get, requests.patch, requests.delete
+    join_forms = contract.raw["paths"][PARTICIPANTS]["post"]["requestBody"]["content"]
+    example = join_forms["application/json"]["example"]
+    offer = join_forms["application/sdp"]["example"]
+    assert example["sdp"] == offer
+    bob, carol = register(server, "bob"), register(server, "carol")
+    room = "/v1/rooms/contract-join"
+    participants = server.url(room + "/participants")
+
+    # The document's own example joins (JSON form, application credentials) and creates the room.
+    joined = contract.check(server.request("POST", room + "/participants", json=example),
+                            "POST", PARTICIPANTS, status=201)
+    alice = joined.json()
+    assert (alice["roomId"], alice["userId"], alice["eventsUrl"]) == ("contract-join", "alice", room + "/events")
+    assert joined.headers["location"] == f"{room}/participants/{alice['callId']}"
+    assert "a=ice-lite" in alice["sdp"]
+    contract.check(server.request("GET", room), "GET", "/v1/rooms/{roomId}", status=200)
+    alice_path = f"{room}/participants/{alice['callId']}"
+
+    # The stream replays the room's events so far, then follows new ones.
+    events = follow_events(server, "contract-join", auth=server.auth)
+    first = events.next()
+    # Ids increase by one per event; they start from the wall clock, not from 1.
+    base = first["_id"] - 1
+    assert base > 1_700_000_000_000_000
+    assert (first["_event"], first["type"]) == ("participant.joined", "participant.joined")
+    assert (first["callId"], first["userId"], first["displayName"]) == (alice["callId"], "alice", "Alice")
+
+    # Bob joins as himself in the WHIP form, with his user token.
+    whip = contract.check(post(participants + "?displayName=Bob", data=offer, timeout=10,
+                               headers={**bob, "Content-Type": "application/sdp"}),
+                          "POST", PARTICIPANTS, status=201)
+    assert whip.headers["content-type"] == "application/sdp" and whip.text.startswith("v=0")
+    bob_path = whip.headers["location"]
+    bob_call = bob_path.rsplit("/", 1)[1]
+    assert bob_path == f"{room}/participants/{bob_call}"
+    event = events.next()
+    assert (event["_id"], event["type"], event["callId"], event["userId"], event["displayName"]) == (
+        base + 2, "participant.joined", bob_call, "bob", "Bob")
+
+    # The room is open to the application and to users in it, not to other users.
+    listed = contract.check(get(participants, headers=bob, timeout=10), "GET", PARTICIPANTS, status=200).json()
+    assert [p["callId"] for p in listed["participants"]] == [alice["callId"], bob_call]
+    assert {p["state"] for p in listed["participants"]} == {"progressing"}
+    one = contract.check(server.request("GET", bob_path), "GET", PARTICIPANT, status=200).json()
+    assert (one["userId"], one["displayName"], one["audioMuted"], one["media"]["packetsDropped"]) == (
+        "bob", "Bob", False, 0)
+    contract.check(get(participants, headers=carol, timeout=10), "GET", PARTICIPANTS, status=403, code="forbidden")
+    contract.check(get(server.url(bob_path), headers=carol, timeout=10), "GET", PARTICIPANT, status=403,
+                   code="forbidden")
+    contract.check(get(server.url(room + "/events"), headers=carol, timeout=10), "GET", EVENTS, status=403,
+                   code="forbidden")
+
+    # Muting and pausing: by the participant's own user or the application; each change is an event.
+    contract.check(patch(server.url(alice_path), json={"audioMuted": True}, headers=bob, timeout=10),
+                   "PATCH", PARTICIPANT, status=403, code="forbidden")
+    muted = contract.check(patch(server.url(bob_path), json={"audioMuted": True}, headers=bob, timeout=10),
+                           "PATCH", PARTICIPANT, status=200).json()
+    assert muted["audioMuted"] and not muted["videoPaused"]
+    paused = contract.check(server.request("PATCH", alice_path, json={"videoPaused": True}),
+                            "PATCH", PARTICIPANT, status=200).json()
+    assert paused["videoPaused"] and not paused["audioMuted"]
+    event = events.next()
+    assert (event["_id"], event["type"], event["callId"], event["userId"]) == (base + 3, "audio.muted", bob_call, "bob")
+    event = events.next()
+    assert (event["_id"], event["type"], event["callId"], event["reason"]) == (
+        base + 4, "video.paused", alice["callId"], "request")
+
+    # Bob's own stream resumes after the last event he saw.
+    bobs_events = follow_events(server, "contract-join", headers={**bob, "Last-Event-ID": str(base + 3)})
+    assert bobs_events.next()["_id"] == base + 4
+    contract.check(server.request("PATCH", alice_path, json={"videoPaused": False}),
+                   "PATCH", PARTICIPANT, status=200)
+    for stream in (events, bobs_events):
+        event = stream.next()
+        assert (event["_id"], event["type"], "reason" in event) == (base + 5, "video.resumed", False)
+
+    # Joins refused (and no event for any of them).
+    refusals = [
+        (server.request("POST", room + "/participants", json={"sdp": offer}), 400, "missingUserId"),
+        (server.request("POST", room + "/participants", json={**example, "displayName": "a\x07b"}),
+         400, "invalidDisplayName"),
+        (server.request("POST", room + "/participants", data=b"", headers={"Content-Type": "application/sdp"}),
+         400, "invalidOffer"),
+        (post(participants, json={"sdp": offer, "userId": "alice"}, headers=bob, timeout=10), 403, "forbidden"),
+        (server.request("POST", room + "/participants", data=offer, headers={"Content-Type": "text/plain"}),
+         415, "unsupportedMediaType"),
+        (server.request("POST", room + "/participants", data=b"v" * (64 * 1024 + 1),
+                        headers={"Content-Type": "application/sdp"}), 413, "payloadTooLarge"),
+        (server.request("POST", room + "/participants", json={"sdp": "v" * (68 * 1024), "userId": "x"}),
+         413, "payloadTooLarge"),
+        (server.request("POST", room + "/participants", json={**example, "sdp": offer.replace("opus", "ISAC")}),
+         422, "noOpus"),
+    ]
+    for reply, status, code in refusals:
+        contract.check(reply, "POST", PARTICIPANTS, status=status, code=code)
+    contract.check(server.request("PATCH", room, json={"maxParticipants": 2}), "PATCH", "/v1/rooms/{roomId}",
+                   status=200)
+    contract.check(post(participants, json={"sdp": offer}, headers=carol, timeout=10),
+                   "POST", PARTICIPANTS, status=409, code="roomFull")
+    strict = subprocess.run([server.binary, "apps", "create", "--name", "strict", "--no-auto-create-rooms",
+                             "--db", str(server.db_path)], capture_output=True, text=True, timeout=60)
+    assert strict.returncode == 0, strict.stderr
+    strict_auth = tuple(strict.stdout.split(f"{name}:")[1].split()[0] for name in ("key", "secret"))
+    contract.check(post(server.url("/v1/rooms/contract-join/participants"), json=example, auth=strict_auth,
+                        timeout=10), "POST", PARTICIPANTS, status=404, code="roomNotFound")
+
+    # Participants and rooms that are not there.
+    unknown = "00000000-0000-4000-8000-000000000000"
+    contract.check(server.request("GET", f"{room}/participants/{unknown}"), "GET", PARTICIPANT, status=404,
+                   code="participantNotFound")
+    contract.check(server.request("GET", f"{room}/participants/NOT-A-GUID"), "GET", PARTICIPANT, status=400,
+                   code="invalidCallId")
+    contract.check(server.request("GET", "/v1/rooms/nowhere/participants"), "GET", PARTICIPANTS, status=404,
+                   code="roomNotFound")
+
+    # Leaving: Bob hangs up, the application kicks Alice.
+    contract.check(delete(server.url(bob_path), headers=bob, timeout=10), "DELETE", PARTICIPANT, status=204)
+    contract.check(server.request("DELETE", alice_path), "DELETE", PARTICIPANT, status=204)
+    contract.check(server.request("DELETE", alice_path), "DELETE", PARTICIPANT, status=404,
+                   code="participantNotFound")
+    # Closing the room ends every stream on it with `room.closed`.
+    contract.check(server.request("DELETE", room), "DELETE", "/v1/rooms/{roomId}", status=204)
+    rest = events.finish()
+    assert [(e["_id"], e["type"], e.get("endCause")) for e in rest] == [
+        (base + 6, "participant.ended", "hungUp"), (base + 7, "participant.ended", "kicked"),
+        (base + 8, "room.closed", None)]
+    assert rest[0]["callId"] == bob_call and rest[0]["established"] is False
+    assert rest[2]["roomId"] == "contract-join"
+    assert [e["_id"] for e in bobs_events.finish()] == [base + 6, base + 7, base + 8]
+    for stream in (events, bobs_events):  # every frame and every event's data, against the document
+        contract.check(stream.response, "GET", EVENTS, status=200)
+        assert stream.response.headers["cache-control"] == "no-cache"
+    contract.check(server.request("GET", room + "/events"), "GET", EVENTS, status=404, code="roomNotFound")
+
+    # Methods these paths do not serve.
+    for method, path, allow in [("PUT", room + "/participants", "GET, POST"),
+                                ("POST", alice_path, "DELETE, GET, PATCH"), ("DELETE", room + "/events", "GET")]:
+        refused = server.request(method, path)
+        assert refused.status_code == 405 and refused.headers.get("Allow") == allow, refused.text
+        check_error(refused, "methodNotAllowed")
+
+
+def test_an_established_participant_conforms(chorus_server):
+    """Only a real WebRTC peer gets to `established`: aiortc joins, then the participant and the
+    `participant.established` event carry the SRTP profile."""
+    server, contract = chorus_server, Contract()
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    peer = Peer(video=False)
+    try:
+        offer = loop.run_until_complete(peer.offer())
+        joined = contract.check(server.request("POST", "/v1/rooms/contract-live/participants",
+                                               json={"sdp": offer, "userId": "dave"}),
+                                "POST", PARTICIPANTS, status=201).json()
+        path = f"/v1/rooms/contract-live/participants/{joined['callId']}"
+        loop.run_until_complete(peer.answer(joined["sdp"]))
+
+        async def established() -> requests.Response:
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                reply = server.request("GET", path)
+                if reply.status_code != 200 or reply.json()["state"] != "progressing":
+                    return reply
+                await asyncio.sleep(0.05)  # lets aiortc run
+            raise AssertionError("not established within 10 s")
+        participant = contract.check(loop.run_until_complete(established()), "GET", PARTICIPANT,
+                                     status=200).json()
+        assert participant["state"] == "established", participant
+        assert participant["srtpProfile"] and participant["establishedAt"] >= participant["joinedAt"]
+
+        events = follow_events(server, "contract-live", auth=server.auth)
+        assert events.next()["type"] == "participant.joined"
+        event = events.next()
+        assert (event["type"], event["srtpProfile"]) == ("participant.established", participant["srtpProfile"])
+        contract.check(server.request("DELETE", "/v1/rooms/contract-live"), "DELETE", "/v1/rooms/{roomId}",
+                       status=204)
+        ended, closed = events.finish()
+        assert (ended["endCause"], ended["established"], closed["type"]) == ("roomClosed", True, "room.closed")
+        contract.check(events.response, "GET", EVENTS, status=200)
+    finally:
+        loop.run_until_complete(peer.close())
+        loop.close()

@@ -20,7 +20,7 @@ extension ControlAPI {
         let whip = Self.isSDP(request.headers[.contentType])
         let input = try await joinInput(&request, whip: whip)
         let userId = try Self.joiningUser(principal, requested: input.userId, whip: whip)
-        let room = try await roomForJoin(principal.application, roomId)
+        let (room, created) = try await roomForJoin(principal.application, roomId)
         let callId = ApplicationCredentials.newCallID()
         _ = try await database.insertCall(CallRecord(
             callId: callId.rawValue, applicationId: principal.application.id ?? -1, roomId: roomId.rawValue,
@@ -31,6 +31,12 @@ extension ControlAPI {
                                                      offer: input.offer))
         } catch {
             try? await database.deleteCall(callId: callId.rawValue)
+            // A refused join leaves nothing behind: not a call, not a room it created.
+            if created, await room.activeCount == 0 {
+                _ = try? await database.closeRoom(applicationId: principal.application.id ?? -1,
+                                                  roomId: roomId.rawValue, at: now())
+                await registry.close(room.key)
+            }
             throw Self.apiError(error)
         }
         let location = "/v1/rooms/\(roomId.rawValue)/participants/\(callId.rawValue)"
@@ -89,11 +95,12 @@ extension ControlAPI {
         contentType?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased() == "application/sdp"
     }
 
-    /// The live room, created on first join unless the application turned that off.
-    private func roomForJoin(_ app: ApplicationRecord, _ roomId: RoomID) async throws -> Room {
+    /// The live room, created on first join unless the application turned that off; `created`
+    /// says whether this join created it.
+    private func roomForJoin(_ app: ApplicationRecord, _ roomId: RoomID) async throws -> (Room, created: Bool) {
         guard let key = app.applicationKey else { throw APIError.roomNotFound }
         let roomKey = RoomKey(application: key, room: roomId)
-        if let room = await registry.room(for: roomKey) { return room }
+        if let room = await registry.room(for: roomKey) { return (room, false) }
         guard app.autoCreateRooms else { throw APIError.roomNotFound }
         let settings = RoomSettings.defaults
         do {
@@ -106,10 +113,10 @@ extension ControlAPI {
         }
         let stored = try await database.openRoom(applicationId: app.id ?? -1, roomId: roomId.rawValue)
         do {
-            return try await registry.open(roomKey, settings: stored?.settings ?? settings)
+            return (try await registry.open(roomKey, settings: stored?.settings ?? settings), true)
         } catch {
             guard let room = await registry.room(for: roomKey) else { throw APIError.roomNotFound }
-            return room
+            return (room, false)
         }
     }
 
@@ -120,7 +127,8 @@ extension ControlAPI {
         case .roomClosed?: return APIError.roomNotFound
         case .duplicateCall?: return APIError(.conflict, "duplicateCall", "this call already joined")
         case .internalFailure(let detail)?:
-            return APIError(.serviceUnavailable, "mediaUnavailable", "media could not be set up: \(detail)")
+            return APIError(.serviceUnavailable, "mediaUnavailable", "media could not be set up: \(detail)",
+                            headers: [.retryAfter: "1"])
         case nil: return ErrorMiddleware.apiError(for: error)
         }
     }

@@ -1,0 +1,10 @@
+"""Schemathesis hooks for the contract test (`test_openapi.py` loads them via SCHEMATHESIS_HOOKS).
+
+Joining a room also takes the offer as a raw `application/sdp` body (the WHIP form), a media type
+schemathesis has no serializer for: without one it would never send that form. SDP is text, so it
+goes on the wire the way `text/plain` does (the string, UTF-8 encoded).
+"""
+
+import schemathesis
+
+schemathesis.serializer.alias("application/sdp", "text/plain")
