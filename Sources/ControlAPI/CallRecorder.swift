@@ -57,7 +57,11 @@ public final class CallRecorder: Service, Sendable {
                 }
             case "participant.ended":
                 let cause: String? = if case .string(let value)? = event.fields["endCause"] { value } else { nil }
-                let stats = event.fields["media"].flatMap(Self.json)
+                // The transport's counters at the top level, the audio receive figures under "audio".
+                var merged: [String: EventField] = [:]
+                if case .object(let media)? = event.fields["media"] { merged = media }
+                if let audio = event.fields["audio"] { merged["audio"] = audio }
+                let stats = Self.json(.object(merged))
                 try await database.modifyCall(callId: callId) { call in
                     call.state = "ended"
                     call.endedAt = time

@@ -59,14 +59,10 @@ extension AdaptiveJitterBuffer {
         guard let sequence = ring.firstBuffered(from: nextSequence), let slot = ring.buffered(sequence) else {
             return outputWithoutPacket()
         }
-        var missing = Int64(sequence - nextSequence)
-        if missing > 0, slot.marker {
-            // A talkspurt starts here: what is missing before it was the DTX/silence before
-            // the talkspurt, so play silence up to it rather than conceal.
-            countLost(Int(missing))
-            nextSequence = sequence
-            missing = 0
-        }
+        // Missing sequence numbers are lost packets even when the next one carries the marker
+        // bit: DTX pauses do not consume sequence numbers, and some senders (aiortc) set the
+        // marker on every audio packet. A pause shows as a timestamp gap, handled just below.
+        let missing = Int64(sequence - nextSequence)
         let expected = slot.timestamp &- missing &* Int64(packetSamples)
         if expected &- cursor > Int64(packetSamples / 2) {
             return gapOutput(until: expected)
