@@ -26,6 +26,10 @@ struct Serve: AsyncParsableCommand {
     var rateLimit: Double?
     @Option(help: "Seconds to stay up not-ready before stopping on SIGTERM (env CHORUS_DRAIN_SECONDS, default 0).")
     var drainSeconds: Double?
+    @Option(help: "Bitrate of the room mix encoders in bit/s (env CHORUS_OPUS_BITRATE, default 32000).")
+    var opusBitrate: Int?
+    @Option(help: "Opus complexity 0-10 of the mix encoders (env CHORUS_OPUS_COMPLEXITY, default 5).")
+    var opusComplexity: Int?
     @Flag(help: "Create a development application on an empty database and print a working curl line.")
     var devApp = false
     @OptionGroup var database: DatabaseOption
@@ -55,7 +59,7 @@ struct Serve: AsyncParsableCommand {
         let boundMedia = try await socket.bind()
         let mediaEnvironment = MediaEnvironment(
             dtls: try DTLSContext(certificate: DTLSCertificate()), sink: socket, routing: router,
-            candidateAddress: announced, candidatePort: UInt16(boundMedia))
+            candidateAddress: announced, candidatePort: UInt16(boundMedia), audio: audioEncoding())
         let recorder = CallRecorder(database: db, logger: logger)
         let registry = RoomRegistry(logger: logger, media: mediaEnvironment, observer: recorder.observer)
         var config = ControlAPIConfiguration()
@@ -95,6 +99,18 @@ struct Serve: AsyncParsableCommand {
             logger: logger))
         try await group.run()
         logger.info("chorus stopped")
+    }
+}
+
+extension Serve {
+    /// The mix encoders' settings, bounded to what libopus accepts.
+    func audioEncoding() throws -> AudioEncoding {
+        let bitrate = opusBitrate ?? environment("OPUS_BITRATE").flatMap { Int($0) } ?? 32_000
+        let complexity = opusComplexity ?? environment("OPUS_COMPLEXITY").flatMap { Int($0) } ?? 5
+        guard (6_000...510_000).contains(bitrate), (0...10).contains(complexity) else {
+            throw ValidationError("Opus bitrate must be 6000-510000 and complexity 0-10")
+        }
+        return AudioEncoding(bitrate: bitrate, complexity: complexity)
     }
 }
 
