@@ -59,7 +59,7 @@ struct Serve: AsyncParsableCommand {
         let boundMedia = try await socket.bind()
         let mediaEnvironment = MediaEnvironment(
             dtls: try DTLSContext(certificate: DTLSCertificate()), sink: socket, routing: router,
-            candidateAddress: announced, candidatePort: UInt16(boundMedia), audio: audioEncoding())
+            candidateAddress: announced, candidatePort: UInt16(boundMedia), audio: try audioEncoding())
         let recorder = CallRecorder(database: db, logger: logger)
         let registry = RoomRegistry(logger: logger, media: mediaEnvironment, observer: recorder.observer)
         var config = ControlAPIConfiguration()
