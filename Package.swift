@@ -194,4 +194,11 @@ if ProcessInfo.processInfo.environment["CHORUS_BENCHMARKS"] != nil {
             dependencies: ["Auth", "ChorusCore", .product(name: "Benchmark", package: "benchmark")],
             path: "Benchmarks/ControlPlane",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]))
+    package.targets.append(
+        .executableTarget(
+            name: "MediaPath",
+            dependencies: ["AudioMixer", "ChorusCore", "RTP", "RTCP", "SRTP", "STUN",
+                           .product(name: "Benchmark", package: "benchmark")],
+            path: "Benchmarks/MediaPath",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]))
 }

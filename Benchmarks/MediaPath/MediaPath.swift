@@ -1,0 +1,104 @@
+import AudioMixer
+import Benchmark
+import ChorusCore
+import RTCP
+import RTP
+import SRTP
+import STUN
+
+/// Per-packet and per-tick costs of the media path: parsers, SRTP, and the audio mixer's tick
+/// (decode-free: frames are given; the distinct mixes are Opus-encoded as the room does).
+let benchmarks: @Sendable () -> Void = {
+    Benchmark.defaultConfiguration = .init(metrics: [.wallClock, .mallocCountTotal, .throughput],
+                                           maxDuration: .seconds(2))
+
+    // RFC 5769 §2.1 sample request.
+    let stun: [UInt8] = [
+        0x00, 0x01, 0x00, 0x58, 0x21, 0x12, 0xa4, 0x42, 0xb7, 0xe7, 0xa7, 0x01, 0xbc, 0x34, 0xd6, 0x86, 0xfa, 0x87,
+        0xdf, 0xae, 0x80, 0x22, 0x00, 0x10, 0x53, 0x54, 0x55, 0x4e, 0x20, 0x74, 0x65, 0x73, 0x74, 0x20, 0x63, 0x6c,
+        0x69, 0x65, 0x6e, 0x74, 0x00, 0x24, 0x00, 0x04, 0x6e, 0x00, 0x01, 0xff, 0x80, 0x29, 0x00, 0x08, 0x93, 0x2f,
+        0xf9, 0xb1, 0x51, 0x26, 0x3b, 0x36, 0x00, 0x06, 0x00, 0x09, 0x65, 0x76, 0x74, 0x6a, 0x3a, 0x68, 0x36, 0x76,
+        0x59, 0x20, 0x20, 0x20, 0x00, 0x08, 0x00, 0x14, 0x9a, 0xea, 0xa7, 0x0c, 0xbf, 0xd8, 0xcb, 0x56, 0x78, 0x1e,
+        0xf2, 0xb5, 0xb2, 0xd3, 0xf2, 0x49, 0xc1, 0xb5, 0x71, 0xa2, 0x80, 0x28, 0x00, 0x04, 0xe5, 0x7a, 0x3b, 0xcf,
+    ]
+    Benchmark("STUN parse (RFC 5769 request)") { benchmark in
+        for _ in benchmark.scaledIterations { blackHole(try? STUNMessage(parsing: stun)) }
+    }
+
+    let rtp: [UInt8] = [0x90, 0x6f, 0x12, 0x34, 0, 0, 0x03, 0xc0, 0xca, 0xfe, 0xba, 0xbe, 0xbe, 0xde, 0, 1, 0x10, 0x85,
+                        0, 0] + [UInt8](repeating: 0x55, count: 80)
+    Benchmark("RTP parse + extensions") { benchmark in
+        for _ in benchmark.scaledIterations {
+            if let packet = try? RTPPacket(parsing: rtp) { for element in packet.headerExtensions { blackHole(element) } }
+        }
+    }
+
+    var rtcp: [UInt8] = []
+    try? ReceiverReport(ssrc: SSRC(1), reportBlocks: RTCPItemList([ReportBlock(ssrc: SSRC(2), fractionLost: 3)]))
+        .serialize(into: &rtcp)
+    try? SourceDescription(source: SSRC(1), cname: "chorus")?.serialize(into: &rtcp)
+    Benchmark("RTCP compound parse (RR + SDES)") { benchmark in
+        for _ in benchmark.scaledIterations {
+            if let compound = try? RTCPCompoundPacket(parsing: rtcp) { for packet in compound { blackHole(packet) } }
+        }
+    }
+
+    for profile in SRTPProtectionProfile.allCases {
+        for size in [100, 1200] {
+            let key = [UInt8](repeating: 7, count: profile.keyLength + profile.saltLength)
+            let keys = SRTPKeyingMaterial(profile: profile, local: key, remote: key)
+            // Sessions live across samples: their first packet clones libsrtp's stream template.
+            guard let sender = try? LibSRTPTransform(keys), let receiver = try? LibSRTPTransform(keys) else { continue }
+            let counter = SequenceBox()
+            Benchmark("SRTP protect+unprotect \(size) B \(profile.openSSLName)",
+                      configuration: .init(scalingFactor: .kilo)) { benchmark in
+                var sequence = counter.value
+                defer { counter.value = sequence }
+                for _ in benchmark.scaledIterations {
+                    sequence &+= 1
+                    var packet: [UInt8] = [0x80, 0x60, UInt8(sequence >> 8), UInt8(sequence & 0xff), 0, 0, 0, 1, 0, 0, 0, 9]
+                        + [UInt8](repeating: 1, count: size - 12)
+                    try? sender.protectRTP(&packet)
+                    try? receiver.unprotectRTP(&packet)
+                    blackHole(packet)
+                }
+            }
+        }
+    }
+
+    for participants in [10, 100, 500] {
+        Benchmark("Mixer tick, \(participants) participants, 3 talkers, Opus encodes",
+                  configuration: .init(metrics: [.wallClock, .mallocCountTotal], maxDuration: .seconds(3))) { benchmark in
+            var mixer = RoomAudioMixer<Int>(configuration: AudioMixerConfiguration(mixedSpeakers: 3))
+            for id in 0..<participants { _ = mixer.addParticipant(id, ssrc: SSRC(UInt32(id + 1))) }
+            let tones = (0..<3).map { talker in
+                (0..<960).map { Int16(8000 * sin(Double($0) * Double(talker + 2) * 2 * .pi * 110 / 48000)) }
+            }
+            let encoders = (0..<4).compactMap { _ in try? OpusEncoder(bitrate: 32_000, complexity: 5) }
+            var payload = [UInt8](repeating: 0, count: 4000)
+            var now = MediaTime.seconds(1)
+            benchmark.startMeasurement()
+            for _ in benchmark.scaledIterations {
+                for id in 0..<participants {
+                    let frame: AudioMixerInput.Frame? = id < 3 ? .int16(tones[id]) : nil
+                    _ = mixer.setInput(AudioMixerInput(frame: frame), for: id)
+                }
+                let tick = mixer.tick(now: now)
+                for (index, mix) in tick.mixes.enumerated() where index < encoders.count && !mix.isSilent {
+                    let length = mix.samples.withUnsafeBufferPointer { pcm in
+                        payload.withUnsafeMutableBufferPointer { (try? encoders[index].encode(pcm, into: $0)) ?? 0 }
+                    }
+                    blackHole(length)
+                }
+                now = now.adding(milliseconds: 20)
+            }
+        }
+    }
+}
+
+import Foundation
+
+/// Keeps the RTP sequence number increasing across samples (replay protection is on).
+final class SequenceBox: @unchecked Sendable {
+    var value: UInt16 = 0
+}
