@@ -64,28 +64,6 @@ extension MediaDescription {
         return nil
     }
 
-    /// The media-level direction attribute, nil when absent (the session level then applies).
-    public var direction: Direction? {
-        for case .direction(let direction) in attributes { return direction }
-        return nil
-    }
-
-    /// `a=setup`, nil when absent.
-    public var setup: Setup? {
-        for case .setup(let setup) in attributes { return setup }
-        return nil
-    }
-
-    public var iceUfrag: String? {
-        for case .iceUfrag(let ufrag) in attributes { return ufrag }
-        return nil
-    }
-
-    public var icePwd: String? {
-        for case .icePwd(let pwd) in attributes { return pwd }
-        return nil
-    }
-
     /// `a=ice-options`, nil when absent (the session level then applies).
     public var iceOptions: [String]? {
         for case .iceOptions(let options) in attributes { return options }

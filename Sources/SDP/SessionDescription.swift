@@ -69,27 +69,6 @@ extension SessionDescription {
     /// True when the author is an ICE-lite agent (`a=ice-lite`).
     public var isICELite: Bool { attributes.contains(.iceLite) }
 
-    /// The session-level direction (Firefox writes `a=sendrecv` there), nil when absent.
-    public var direction: Direction? {
-        for case .direction(let direction) in attributes { return direction }
-        return nil
-    }
-
-    public var setup: Setup? {
-        for case .setup(let setup) in attributes { return setup }
-        return nil
-    }
-
-    public var iceUfrag: String? {
-        for case .iceUfrag(let ufrag) in attributes { return ufrag }
-        return nil
-    }
-
-    public var icePwd: String? {
-        for case .icePwd(let pwd) in attributes { return pwd }
-        return nil
-    }
-
     public var iceOptions: [String] {
         for case .iceOptions(let options) in attributes { return options }
         return []
