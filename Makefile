@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 HTTP_PORT ?= 8080
 OUTPUT := test-output
 
-.PHONY: run test deps venv build build-release unit interop bench clean
+.PHONY: run test deps venv build build-release unit interop bench fuzz clean
 
 run: deps build-release
 	.build/release/chorus serve --db ./chorus.sqlite --dev-app --http-port $(HTTP_PORT)
@@ -49,6 +49,34 @@ interop: deps venv build
 # Benchmarks build in their own scratch folder: the manifest differs with CHORUS_BENCHMARKS set.
 bench: deps
 	CHORUS_BENCHMARKS=1 swift package --scratch-path .build-bench --disable-sandbox benchmark
+
+# libFuzzer harnesses (Fuzz/<Name>/, built with -sanitize=fuzzer,address) in their own scratch
+# folder: the manifest differs with CHORUS_FUZZ set. Each runs FUZZ_SECONDS, one at a time, from
+# the committed seeds (Fuzz/Corpus/<Name>/, read only) and a working corpus in $(FUZZ_SCRATCH);
+# a crashing input is written to Fuzz/Crashes/<Name>/: commit it, and FuzzReplayTests replays it
+# in every `make test`.
+FUZZ_TARGETS := FuzzSTUN FuzzRTP FuzzRTCP FuzzSDP FuzzDTLS FuzzDatagram
+FUZZ_SECONDS ?= 60
+FUZZ_SCRATCH ?= .build-fuzz
+# One combined -sanitize=fuzzer,address: swiftc keeps only the last of several -sanitize= flags, so
+# SwiftPM's `--sanitize=fuzzer --sanitize=address` would build ASan without coverage (the fuzzer
+# then runs blind). `--sanitize=fuzzer` stays so that SwiftPM lets libFuzzer supply main. Release
+# (-O keeps bounds, overflow and precondition traps) runs about 7 times more inputs than debug.
+FUZZ_BUILD := CHORUS_FUZZ=1 swift build -c release --scratch-path $(FUZZ_SCRATCH) \
+	--sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address
+
+fuzz: deps
+	@set -o pipefail; for t in $(FUZZ_TARGETS); do \
+	  $(FUZZ_BUILD) --product $$t 2>&1 | { grep -v 'ld.gold: warning: Cannot export local symbol' || true; } || exit 1; \
+	done
+	@failed=""; for t in $(FUZZ_TARGETS); do \
+	  mkdir -p $(FUZZ_SCRATCH)/corpus/$$t Fuzz/Crashes/$$t; \
+	  echo "== $$t: $(FUZZ_SECONDS) s"; \
+	  SWIFT_BACKTRACE=enable=no $(FUZZ_SCRATCH)/release/$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
+	    -print_final_stats=1 -artifact_prefix=Fuzz/Crashes/$$t/ $(FUZZ_SCRATCH)/corpus/$$t Fuzz/Corpus/$$t \
+	    || failed="$$failed $$t"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "fuzz: failures in$$failed; inputs saved in Fuzz/Crashes/"; exit 1; fi
 
 clean:
 	rm -rf .build $(VENV) $(OUTPUT)

@@ -128,6 +128,15 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // Fuzz entry points shared by the libFuzzer harnesses (Fuzz/, `make fuzz`) and FuzzReplayTests.
+        .target(
+            name: "FuzzEntryPoints",
+            dependencies: [
+                "ChorusCore", "STUN", "ICELite", "RTP", "RTCP", "SDP", "SRTP", "DTLS", "PeerTransport", "MediaSocket",
+            ],
+            swiftSettings: strict
+        ),
+
         // Composition root: the CLI and the service group.
         .executableTarget(
             name: "chorus",
@@ -154,6 +163,7 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
+        .testTarget(name: "FuzzReplayTests", dependencies: ["FuzzEntryPoints"]),
         .testTarget(name: "AudioMixerCodecTests", dependencies: ["AudioMixer", "ChorusCore", "COpus"]),
         .testTarget(name: "AudioMixerTests", dependencies: ["AudioMixer", "ChorusCore", "RTP"]),
         .testTarget(name: "SDPTests", dependencies: ["SDP", "ChorusCore"], resources: [.copy("Fixtures")]),
@@ -201,4 +211,16 @@ if ProcessInfo.processInfo.environment["CHORUS_BENCHMARKS"] != nil {
                            .product(name: "Benchmark", package: "benchmark")],
             path: "Benchmarks/MediaPath",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]))
+}
+
+// libFuzzer harnesses (Fuzz/<Name>/, one per parser family) join the package only when
+// CHORUS_FUZZ is set (`make fuzz` builds them with --sanitize=fuzzer in .build-fuzz); libFuzzer
+// supplies `main`. Their inputs are replayed by FuzzReplayTests in every `make test`.
+if ProcessInfo.processInfo.environment["CHORUS_FUZZ"] != nil {
+    for name in ["FuzzSTUN", "FuzzRTP", "FuzzRTCP", "FuzzSDP", "FuzzDTLS", "FuzzDatagram"] {
+        package.targets.append(
+            .executableTarget(
+                name: name, dependencies: ["FuzzEntryPoints"], path: "Fuzz/\(name)",
+                swiftSettings: [.unsafeFlags(["-parse-as-library"])]))
+    }
 }

@@ -45,7 +45,9 @@ final class NamedReceiver: DatagramReceiver, @unchecked Sendable {
 ///   as from a malicious participant;
 /// - 3: as 1, but the server is the DTLS client (an offer with `a=setup:passive`).
 /// Bit 2 sends every other datagram from a second, never validated address. Bit 3 fires the
-/// transport's timers (`poll`) after every datagram. Each datagram advances the clock 20 ms;
+/// transport's timers (`poll`) after every datagram. Bit 4 rebuilds each datagram that classifies
+/// as STUN into a signed request (see `signedRequest(from:)`), so that checks authenticate and
+/// reach the agent's answers, nominations and refusals. Each datagram advances the clock 20 ms;
 /// at the end timers fire at +2 s and +31 s (reports, consent expiry).
 ///
 /// Invariant checked: the server sends nothing but STUN to an address that never passed ICE
@@ -72,6 +74,9 @@ public func exerciseDatagram(_ bytes: [UInt8]) {
         exerciseClassifier(datagram, router: router, source: source, participant: participant)
         session.now = session.now.adding(milliseconds: 20)
         var wire = datagram
+        if input.mode & 0x10 != 0, PacketClass(datagram) == .stun, let signed = signedRequest(from: datagram) {
+            wire = signed
+        }
         if protectMedia { session.protect(&wire) }
         exerciseClassifier(wire, router: router, source: source, participant: participant)
         session.deliver(wire, from: source)

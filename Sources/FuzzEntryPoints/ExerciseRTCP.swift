@@ -19,7 +19,7 @@ func exerciseCompound(_ bytes: ArraySlice<UInt8>) {
     do {
         compound = try RTCPCompoundPacket(parsing: bytes)
     } catch {
-        consume("\(error)")
+        consume(error)
         return
     }
     var total = 0
@@ -44,7 +44,7 @@ func exerciseRTCPPacket(_ packet: ArraySlice<UInt8>) {
     do {
         exerciseDecoded(try RTCPPacket(parsing: packet))
     } catch {
-        consume("\(error)")
+        consume(error)
     }
     // Each type's own parser, whatever the type byte says (they must check it themselves).
     consume(try? SenderReport(parsing: packet))
@@ -60,7 +60,6 @@ func exerciseRTCPPacket(_ packet: ArraySlice<UInt8>) {
 
 /// Reads every part of a decoded packet and round-trips it through its serializer.
 func exerciseDecoded(_ packet: RTCPPacket) {
-    var out: [UInt8] = []
     switch packet {
     case .senderReport(let report):
         consume((report.ssrc, report.ntpTimestamp.description, report.ntpTimestamp.unixNanoseconds,
@@ -123,7 +122,10 @@ func exerciseDecoded(_ packet: RTCPPacket) {
         consume((remb.senderSSRC, remb.mediaSSRC, remb.bitrate, Array(remb.ssrcs)))
         let encoded = ReceiverEstimatedMaximumBitrate.encode(bitrate: remb.bitrate)
         consume(ReceiverEstimatedMaximumBitrate.decode(exponent: encoded.exponent, mantissa: encoded.mantissa))
-        roundTrip(packet) { (out: inout [UInt8]) throws(RTCPSerializationError) in try remb.serialize(into: &out) }
+        // A bitrate past 2^64 decodes saturated to UInt64.max (documented), which re-encodes lossily.
+        roundTrip(packet, exact: remb.bitrate != .max) { (out: inout [UInt8]) throws(RTCPSerializationError) in
+            try remb.serialize(into: &out)
+        }
     case .transportFeedback(let feedback):
         exerciseTransportFeedback(feedback)
     case .unknown(let type, let format, let bytes):
@@ -131,7 +133,6 @@ func exerciseDecoded(_ packet: RTCPPacket) {
     case .malformed(let type, let format, let error):
         consume((type.description, format, "\(error)"))
     }
-    consume(out)
 }
 
 func exerciseReportBlocks(_ blocks: RTCPItemList<ReportBlock>) {
@@ -163,13 +164,14 @@ func exerciseTransportFeedback(_ feedback: TransportFeedback) {
 }
 
 /// Serializes a decoded message; when the serializer accepts it, the output parses back to
-/// the same `RTCPPacket`.
-func roundTrip(_ packet: RTCPPacket, serializing: (inout [UInt8]) throws(RTCPSerializationError) -> Void) {
+/// the same `RTCPPacket` (when `exact` is false, only that it parses).
+func roundTrip(_ packet: RTCPPacket, exact: Bool = true,
+               serializing: (inout [UInt8]) throws(RTCPSerializationError) -> Void) {
     var out: [UInt8] = []
     do {
         try serializing(&out)
     } catch {
-        consume("\(error)")
+        consume(error)
         return
     }
     let again: RTCPPacket
@@ -178,5 +180,5 @@ func roundTrip(_ packet: RTCPPacket, serializing: (inout [UInt8]) throws(RTCPSer
     } catch {
         fatalError("fuzz invariant failed: a decoded \(packet) serialized to bytes that do not parse (\(error)): \(out)")
     }
-    fuzzRequire(again == packet, "round trip changed the packet: \(packet) became \(again)")
+    fuzzRequire(!exact || again == packet, "round trip changed the packet: \(packet) became \(again)")
 }

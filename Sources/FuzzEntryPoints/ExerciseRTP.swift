@@ -20,7 +20,7 @@ func exerciseRTPPacket(_ bytes: ArraySlice<UInt8>) {
         packet = try RTPPacket(parsing: bytes)
     } catch {
         fuzzRequire(headerOnly == nil, "RTPHeader parsed what RTPPacket refused")
-        consume("\(error)")
+        consume(error)
         return
     }
     let header = packet.header
@@ -77,7 +77,7 @@ func exerciseVP8(_ payload: ArraySlice<UInt8>, packet: RTPPacket?) {
     do {
         descriptor = try VP8PayloadDescriptor(parsing: payload)
     } catch {
-        consume("\(error)")
+        consume(error)
         return
     }
     fuzzRequire(descriptor.length >= 1 && descriptor.length < payload.count, "VP8 descriptor length out of range")
@@ -176,7 +176,7 @@ func exerciseReserialization(header: RTPHeader, packet: RTPPacket, elements: [RT
     do {
         try fields.serialize(into: &out)
     } catch {
-        consume("\(error)")
+        consume(error)
         return
     }
     out += packet.payload

@@ -69,7 +69,7 @@ func exerciseSTUNMessage(_ bytes: [UInt8]) {
     do {
         message = try STUNMessage(parsing: bytes)
     } catch {
-        consume("\(error)")
+        consume(error)
         return
     }
     fuzzRequire(STUNMessage.hasSTUNHeader(bytes), "a parsed message fails hasSTUNHeader")
@@ -91,11 +91,12 @@ func exerciseSTUNMessage(_ bytes: [UInt8]) {
     consume(message.hasValidMessageIntegrity(key: []))
 }
 
-/// A request built from the input: bytes 0–1 pick the message type (a Binding request when they
-/// are not a valid type), bytes 2–13 the transaction ID, then attributes as `type(2) length(1)
-/// value(length)` triples (short values at the end take what is left). Unless bit 0 of byte 0
-/// is set, the correct USERNAME comes first. MESSAGE-INTEGRITY under the server's password and
-/// FINGERPRINT close it. nil for inputs shorter than 14 bytes.
+/// A request built from the input: bytes 0–1 pick the message type (their low 14 bits; a Binding
+/// request when those are not a valid type), bytes 2–13 the transaction ID, then attributes as
+/// `type(2) length(1) value(length)` triples (short values at the end take what is left). The
+/// correct USERNAME comes first unless bit 7 of byte 0 is set; MESSAGE-INTEGRITY under the
+/// server's password follows the attributes unless bit 6 of byte 0 is set; FINGERPRINT closes
+/// the message. nil for inputs shorter than 14 bytes.
 func signedRequest(from bytes: [UInt8]) -> [UInt8]? {
     guard bytes.count >= 14 else { return nil }
     let rawType = UInt16(bytes[0]) << 8 | UInt16(bytes[1])
@@ -105,7 +106,7 @@ func signedRequest(from bytes: [UInt8]) -> [UInt8]? {
     for byte in bytes[2..<6] { high = high << 8 | UInt32(byte) }
     for byte in bytes[6..<14] { low = low << 8 | UInt64(byte) }
     var builder = STUNMessageBuilder(type: type, transactionID: TransactionID(high: high, low: low))
-    if bytes[0] & 1 == 0 { builder.appendUsername(FuzzICE.expectedUsername) }
+    if bytes[0] & 0x80 == 0 { builder.appendUsername(FuzzICE.expectedUsername) }
     var offset = 14
     var attributes = 0
     while offset + 3 <= bytes.count, attributes < 64 {
@@ -120,7 +121,7 @@ func signedRequest(from bytes: [UInt8]) -> [UInt8]? {
         if attributeType == .fingerprint { continue }
         builder.appendAttribute(attributeType, value: bytes[start..<end])
     }
-    builder.appendMessageIntegrity(key: FuzzICE.serverKey)
+    if bytes[0] & 0x40 == 0 { builder.appendMessageIntegrity(key: FuzzICE.serverKey) }
     builder.appendFingerprint()
     return builder.finish()
 }
