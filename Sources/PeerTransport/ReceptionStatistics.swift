@@ -60,7 +60,8 @@ struct ReceptionStatistics: Sendable {
         var lsr: UInt32 = 0, dlsr: UInt32 = 0
         if let sr = lastSenderReport {
             lsr = sr.compact
-            dlsr = UInt32(min(UInt64(UInt32.max), now.nanoseconds(since: sr.at) * 65_536 / 1_000_000_000))
+            // Saturates (a stream silent for days would overflow a plain multiply).
+            dlsr = CompactNTP.delay(nanoseconds: now.nanoseconds(since: sr.at))
         }
         return ReportBlock(
             ssrc: ssrc, fractionLost: fraction, cumulativeLost: Int32(clamping: lost),
