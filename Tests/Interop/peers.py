@@ -80,6 +80,7 @@ class Peer:
         self.received: dict[str, int] = {}
         # Decoded audio as it arrives: (arrival time, mono float samples at 48 kHz).
         self.audio: list[tuple[float, numpy.ndarray]] = []
+        self.errors: list[str] = []
 
         @self.pc.on("track")
         def on_track(track):
@@ -93,10 +94,14 @@ class Peer:
                 return
             self.received[track.kind] = self.received.get(track.kind, 0) + 1
             if track.kind == "audio":
-                pcm = frame.to_ndarray().astype(numpy.float64).reshape(-1)
-                channels = len(frame.layout.channels)
-                if channels > 1:
-                    pcm = pcm.reshape(-1, channels).mean(axis=1)
+                try:
+                    pcm = frame.to_ndarray().astype(numpy.float64).reshape(-1)
+                    channels = len(frame.layout.channels)
+                    if channels > 1:
+                        pcm = pcm.reshape(-1, channels).mean(axis=1)
+                except Exception as error:  # keep draining: a lost task would look like silence
+                    self.errors.append(repr(error))
+                    continue
                 self.audio.append((time.monotonic(), pcm))
 
     def audio_between(self, start: float, end: float) -> numpy.ndarray:
