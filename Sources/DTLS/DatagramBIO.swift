@@ -36,7 +36,11 @@ enum DatagramBIO {
             let datagram = queues.incoming.removeFirst()
             // A datagram longer than OpenSSL's buffer is truncated, as a UDP socket would.
             let count = min(Int(capacity), datagram.count)
-            datagram.withUnsafeBytes { UnsafeMutableRawPointer(out).copyMemory(from: $0.baseAddress!, byteCount: count) }
+            datagram.withUnsafeBytes { bytes in
+                // An empty datagram has no base address; there is nothing to copy then.
+                guard let source = bytes.baseAddress, count > 0 else { return }
+                UnsafeMutableRawPointer(out).copyMemory(from: source, byteCount: count)
+            }
             return Int32(count)
         }
         BIO_meth_set_ctrl(method) { bio, command, _, _ in

@@ -32,11 +32,7 @@ public struct ReceiverReport: Sendable, Equatable {
         guard body.count >= 4 else { throw .truncated }
         ssrc = SSRC(body.uint32(at: 0))
         let rest = body.bytes(at: 4, count: body.count - 4)
-        guard let blocks = RTCPItemList<ReportBlock>.parse(rest, count: Int(frame.header.count)) else {
-            throw .malformedBody
-        }
-        reportBlocks = blocks
-        profileExtension = rest.bytes(at: blocks.bytes.count, count: rest.count - blocks.bytes.count)
+        (reportBlocks, profileExtension) = try ReportBlockSection.parse(rest, count: Int(frame.header.count))
     }
 
     public init(parsing packet: [UInt8]) throws(RTCPParseError) {
@@ -44,10 +40,7 @@ public struct ReceiverReport: Sendable, Equatable {
     }
 
     public func serialize(into out: inout [UInt8]) throws(RTCPSerializationError) {
-        guard reportBlocks.count <= Self.maximumReportBlocks else {
-            throw .tooManyItems(count: reportBlocks.count, limit: Self.maximumReportBlocks)
-        }
-        guard profileExtension.count % 4 == 0 else { throw .notWordAligned(profileExtension.count) }
+        try ReportBlockSection.validate(reportBlocks, profileExtension, limit: Self.maximumReportBlocks)
         let bodyLength = 4 + reportBlocks.bytes.count + profileExtension.count
         try out.appendRTCPPacket(type: .receiverReport, count: UInt8(reportBlocks.count), bodyLength: bodyLength) {
             writer in

@@ -54,11 +54,7 @@ public struct SenderReport: Sendable, Equatable {
         packetCount = body.uint32(at: 16)
         octetCount = body.uint32(at: 20)
         let rest = body.bytes(at: 24, count: body.count - 24)
-        guard let blocks = RTCPItemList<ReportBlock>.parse(rest, count: Int(frame.header.count)) else {
-            throw .malformedBody
-        }
-        reportBlocks = blocks
-        profileExtension = rest.bytes(at: blocks.bytes.count, count: rest.count - blocks.bytes.count)
+        (reportBlocks, profileExtension) = try ReportBlockSection.parse(rest, count: Int(frame.header.count))
     }
 
     public init(parsing packet: [UInt8]) throws(RTCPParseError) {
@@ -67,10 +63,7 @@ public struct SenderReport: Sendable, Equatable {
 
     /// Appends the SR to `out` (e.g. the first packet of a compound being built).
     public func serialize(into out: inout [UInt8]) throws(RTCPSerializationError) {
-        guard reportBlocks.count <= Self.maximumReportBlocks else {
-            throw .tooManyItems(count: reportBlocks.count, limit: Self.maximumReportBlocks)
-        }
-        guard profileExtension.count % 4 == 0 else { throw .notWordAligned(profileExtension.count) }
+        try ReportBlockSection.validate(reportBlocks, profileExtension, limit: Self.maximumReportBlocks)
         let bodyLength = 24 + reportBlocks.bytes.count + profileExtension.count
         try out.appendRTCPPacket(type: .senderReport, count: UInt8(reportBlocks.count), bodyLength: bodyLength) {
             writer in
