@@ -7,6 +7,9 @@ extension AdaptiveJitterBuffer {
     /// and a little extra delay is cheap).
     static let stretchCooldownPops = 10
     static let dropCooldownPops = 50
+    /// Pops between drops in quiet audio (inaudible there, but the delay estimate needs a few
+    /// pops to follow each step).
+    static let quietDropPops = 5
 
     /// What to play for the stretch of audio starting at `now` (see the type's doc comment).
     public mutating func pop(now: MediaTime) -> JitterBufferOutput {
@@ -174,9 +177,13 @@ extension AdaptiveJitterBuffer {
             return .conceal(samples: configuration.tickSamples)
         }
         // Beyond two steps over target, drop one packet per cooldown; beyond 100 ms, one per
-        // pop. Less excess waits for the next silence, where shortening is inaudible.
+        // pop. Less excess is shed where it is inaudible: in a pause (DTX, a timestamp gap) or
+        // while the decoded audio is quiet (`sourceIsQuiet`, told by the owner: senders without
+        // DTX, aiortc and Chrome by default, never pause the packet stream).
         let urgent = excess > max(100_000_000, 4 * stepNs)
-        let sequence = excess > 2 * stepNs && (cooldown == 0 || urgent) ? dropIfFollowed(sequence) : sequence
+        let inSpeech = excess > 2 * stepNs && (cooldown == 0 || urgent)
+        let inQuiet = sourceIsQuiet && excess > stepNs * 3 / 4 && cooldown <= Self.dropCooldownPops - Self.quietDropPops
+        let sequence = inSpeech || inQuiet ? dropIfFollowed(sequence) : sequence
         guard let slot = ring.consume(sequence) else { return outputWithoutPacket() }
         return emit(slot, now: now)
     }

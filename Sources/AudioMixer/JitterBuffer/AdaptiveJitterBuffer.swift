@@ -69,6 +69,9 @@ public struct AdaptiveJitterBuffer: Sendable {
     var delaySum = 0.0
     var delayCount = 0
     var hasPlayed = false
+    /// Set by the owner after decoding: the sender's audio is quiet now (near silence), so a
+    /// frame can be dropped inaudibly to shed excess delay.
+    public var sourceIsQuiet = false
 
     public init(configuration: JitterBufferConfiguration = JitterBufferConfiguration()) {
         var configuration = configuration
