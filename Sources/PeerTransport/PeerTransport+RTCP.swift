@@ -40,9 +40,16 @@ extension PeerTransport {
     /// Protects an RTP packet and sends it to the peer; false when not connected yet.
     @discardableResult
     public func sendRTP(_ packet: [UInt8], now: MediaTime) -> Bool {
-        guard let srtp, let destination, let header = try? RTPHeader(parsing: packet) else { return false }
+        guard let srtp, let destination else { return false }
+        guard let header = try? RTPHeader(parsing: packet) else {
+            counters.sendFailures &+= 1
+            return false
+        }
         var protected = packet
-        guard (try? srtp.protectRTP(&protected)) != nil else { return false }
+        guard (try? srtp.protectRTP(&protected)) != nil else {
+            counters.sendFailures &+= 1
+            return false
+        }
         sink.send(protected, to: destination)
         counters.packetsSent &+= 1
         counters.bytesSent &+= UInt64(protected.count)
@@ -61,7 +68,10 @@ extension PeerTransport {
     public func sendRTCP(_ compound: [UInt8]) -> Bool {
         guard let srtp, let destination else { return false }
         var protected = compound
-        guard (try? srtp.protectRTCP(&protected)) != nil else { return false }
+        guard (try? srtp.protectRTCP(&protected)) != nil else {
+            counters.sendFailures &+= 1
+            return false
+        }
         sink.send(protected, to: destination)
         counters.rtcpSent &+= 1
         return true

@@ -33,6 +33,9 @@ public struct TransportCounters: Sendable, Equatable, Codable {
     /// Datagrams dropped: SRTP authentication or replay failures, malformed packets.
     public var packetsDropped: UInt64 = 0
     public var stunReceived: UInt64 = 0
+    /// Packets that could not be sent once connected (SRTP refused to protect them, or they
+    /// were not RTP): never expected, counted so that a stalled stream shows why.
+    public var sendFailures: UInt64 = 0
 
     public init() {}
 }

@@ -23,7 +23,7 @@ struct Participant {
         ParticipantSnapshot(
             callId: callId, userId: userId, displayName: displayName, state: state, endCause: endCause,
             joinedAt: joinedAt, establishedAt: establishedAt, audioMuted: audioMuted, videoPaused: videoPaused,
-            counters: transport.counters, srtpProfile: srtpProfile)
+            counters: transport.counters, audioStatistics: audio.statistics, srtpProfile: srtpProfile)
     }
 }
 
@@ -35,6 +35,7 @@ extension MediaCounters {
             "packetsSent": .int(Int(clamping: packetsSent)), "bytesSent": .int(Int(clamping: bytesSent)),
             "rtcpReceived": .int(Int(clamping: rtcpReceived)), "rtcpSent": .int(Int(clamping: rtcpSent)),
             "packetsDropped": .int(Int(clamping: packetsDropped)), "stunReceived": .int(Int(clamping: stunReceived)),
+            "sendFailures": .int(Int(clamping: sendFailures)),
         ]
     }
 }

@@ -32,6 +32,8 @@ public struct ParticipantSnapshot: Sendable, Equatable {
     public let audioMuted: Bool
     public let videoPaused: Bool
     public let counters: MediaCounters
+    /// What the server measured on the participant's audio so far (the call record's `audio`).
+    public let audioStatistics: [String: Int]
     /// The SRTP profile negotiated by DTLS, once established.
     public let srtpProfile: String?
 }

@@ -12,14 +12,22 @@ struct ParticipantAudio {
     var receive: JitterBufferedDecoder
     var outbound: OutboundAudioStream
     var remoteSSRC: SSRC?
-    /// The last RFC 6464 level the client sent, consumed by the next tick.
-    var pendingLevel: SSRCAudioLevel?
+    /// The last RFC 6464 level the client sent, and when. It stands for the frames played until
+    /// the next packet (held, not consumed per tick: with packets arriving off the tick grid a
+    /// consumed level would alternate with measured ones), and expires when packets stop.
+    var lastLevel: (level: SSRCAudioLevel, at: MediaTime)?
     /// Fraction of our packets the participant reports lost (RTCP RR), 0–100.
     var reportedLossPercent = 0
     var talking = false
     var talkTicks: UInt64 = 0
     var levelSum: Double = 0
     var levelCount: UInt64 = 0
+    var comfortNoiseFrames: UInt64 = 0
+    /// What the participant was sent, per tick: a mix frame, nothing (its mix was silent), or
+    /// nothing because the encode failed (never expected; counted so a stall shows why).
+    var mixFramesSent: UInt64 = 0
+    var mixFramesSilent: UInt64 = 0
+    var mixEncodeFailures: UInt64 = 0
     var pcm = [Int16](repeating: 0, count: 960)
 
     init(payloadType: UInt8, levelExtensionID: UInt16?, csrcLevelExtensionID: UInt16?, ssrc: SSRC,
@@ -35,31 +43,45 @@ struct ParticipantAudio {
     }
 
     /// Decodes this tick's frame (nil samples for silence) and takes the client's pending level.
-    mutating func nextFrame(now: MediaTime) -> (pcm: [Int16]?, level: SSRCAudioLevel?) {
-        let kind = pcm.withUnsafeMutableBufferPointer { receive.nextFrame(now: now, into: $0) }
-        let level = pendingLevel
-        pendingLevel = nil
+    /// `comfortNoise` (for mixed speakers) fills DTX pauses with the sender's background noise.
+    mutating func nextFrame(now: MediaTime, comfortNoise: Bool = false) -> (pcm: [Int16]?, level: SSRCAudioLevel?) {
+        let kind = pcm.withUnsafeMutableBufferPointer {
+            receive.nextFrame(now: now, into: $0, comfortNoise: comfortNoise)
+        }
         if talking { talkTicks &+= 1 }
-        guard kind != .silence else { return (nil, level) }
+        guard kind != .silence else { return (nil, nil) }
+        let level = lastLevel.flatMap { now.nanoseconds(since: $0.at) <= Self.levelLifetimeNs ? $0.level : nil }
+        if kind == .comfortNoise {
+            comfortNoiseFrames &+= 1
+            return (pcm, level)  // background noise is not the speaker's level
+        }
         levelSum += Double(AudioLevel.dBov(of: pcm))
         levelCount &+= 1
         return (pcm, level)
     }
 
-    /// Receive-side figures for the call record (issue: packets, loss, FEC, concealment, delay,
-    /// talk time, mean level).
-    var statistics: [String: EventField] {
+    /// Receive-side figures, live in the participant's API view and stored in the call record:
+    /// packets, loss, FEC, concealment, comfort noise, jitter-buffer delay, talk time, level.
+    var statistics: [String: Int] {
         let jb = receive.jitterBuffer.statistics
         return [
-            "packetsReceived": .int(Int(clamping: jb.packetsReceived)), "lost": .int(Int(clamping: jb.lost)),
-            "late": .int(Int(clamping: jb.late)), "discarded": .int(Int(clamping: jb.discarded)),
-            "fecRecoveries": .int(Int(clamping: jb.fecRecoveries)),
-            "concealedFrames": .int(Int(clamping: jb.concealedFrames)),
-            "jitterBufferDelayMeanMs": .int(Int(jb.meanDelayMs.rounded())),
-            "jitterBufferDelayMaxMs": .int(Int(jb.maxDelayMs.rounded())),
-            "jitterBufferTargetMs": .int(Int(jb.currentTargetMs.rounded())),
-            "talkTimeMs": .int(Int(clamping: talkTicks &* 20)),
-            "meanLevelDbov": .int(levelCount == 0 ? -127 : Int((levelSum / Double(levelCount)).rounded())),
+            "packetsReceived": jb.packetsReceived, "lost": jb.lost, "late": jb.late, "discarded": jb.discarded,
+            "fecRecoveries": jb.fecRecoveries, "concealedFrames": jb.concealedFrames,
+            "comfortNoiseFrames": Int(clamping: comfortNoiseFrames),
+            "jitterBufferDelayMeanMs": Self.milliseconds(jb.meanDelayMs),
+            "jitterBufferDelayMaxMs": Self.milliseconds(jb.maxDelayMs),
+            "jitterBufferTargetMs": Self.milliseconds(jb.currentTargetMs),
+            "talkTimeMs": Int(clamping: talkTicks &* 20),
+            "meanLevelDbov": levelCount == 0 ? -127 : Int((levelSum / Double(levelCount)).rounded()),
+            "mixFramesSent": Int(clamping: mixFramesSent), "mixFramesSilent": Int(clamping: mixFramesSilent),
+            "mixEncodeFailures": Int(clamping: mixEncodeFailures),
         ]
+    }
+
+    /// How long a client's level stands for the audio played after it (a few packets).
+    static let levelLifetimeNs: UInt64 = 100_000_000
+
+    private static func milliseconds(_ value: Double) -> Int {
+        value.isFinite ? Int(clamping: Int64(value.rounded())) : 0
     }
 }

@@ -39,7 +39,7 @@ extension Room {
         }
         if let id = audio.levelExtensionID, header.hasExtension,
            let value = rtp.headerExtensions.first(id: UInt8(truncatingIfNeeded: id)), let byte = value.first {
-            audio.pendingLevel = SSRCAudioLevel(byte: byte)
+            audio.lastLevel = (SSRCAudioLevel(byte: byte), now)
         }
         audio.receive.insert(sequenceNumber: header.sequenceNumber, timestamp: header.timestamp,
                              payload: Array(rtp.payload), arrival: now, marker: header.marker)
@@ -85,7 +85,8 @@ extension Room {
         guard let state = participants[callId]?.state, let muted = participants[callId]?.audioMuted else { return }
         let established = state == .established
         var input = AudioMixerInput(muted: muted, receivesAudio: established)
-        if established, let frame = participants[callId]?.audio.nextFrame(now: now) {
+        if established, let frame = participants[callId]?.audio.nextFrame(
+            now: now, comfortNoise: mixer.isSpeaker(callId)) {
             input.frame = frame.pcm.map { .int16($0) }
             input.audioLevel = frame.level
         }
@@ -96,16 +97,25 @@ extension Room {
         let recipients = mix.recipients.filter { participants[$0]?.state == .established }
         guard !recipients.isEmpty else { return }
         if mix.isSilent {
-            for id in recipients { participants[id]?.audio.outbound.skipFrame() }
+            for id in recipients {
+                participants[id]?.audio.outbound.skipFrame()
+                participants[id]?.audio.mixFramesSilent &+= 1
+            }
             return
         }
-        guard let encoder = encoders.encoder(for: key, settings: media?.audio ?? AudioEncoding()) else { return }
+        let encoder = encoders.encoder(for: key, settings: media?.audio ?? AudioEncoding())
         let loss = recipients.compactMap { participants[$0]?.audio.reportedLossPercent }.max() ?? 0
-        encoder.expectedPacketLossPercent = loss
+        encoder?.expectedPacketLossPercent = loss
         let length = mix.samples.withUnsafeBufferPointer { pcm in
-            encoders.payload.withUnsafeMutableBufferPointer { out in (try? encoder.encode(pcm, into: out)) ?? 0 }
+            encoders.payload.withUnsafeMutableBufferPointer { out in (try? encoder?.encode(pcm, into: out)) ?? 0 }
         }
-        guard length > 0 else { return }
+        guard length > 0 else {
+            for id in recipients {
+                participants[id]?.audio.outbound.skipFrame()
+                participants[id]?.audio.mixEncodeFailures &+= 1
+            }
+            return
+        }
         encoders.encodes &+= 1
         let payload = encoders.payload[0..<length]
         for id in recipients {
@@ -116,6 +126,7 @@ extension Room {
                                                         csrcAudioLevels: mix.csrcAudioLevels, into: &encoders.packet)
             }
             participant.transport.sendRTP(encoders.packet, now: now)
+            participants[id]?.audio.mixFramesSent &+= 1
         }
     }
 

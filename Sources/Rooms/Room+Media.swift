@@ -70,7 +70,7 @@ extension Room {
         emit("participant.ended", [
             "callId": .string(callId.rawValue), "userId": .string(participant.userId.rawValue),
             "endCause": .string(cause.rawValue), "established": .bool(participant.establishedAt != nil),
-            "media": .object(counters.fields), "audio": .object(participant.audio.statistics),
+            "media": .object(counters.fields), "audio": .object(participant.audio.statistics.mapValues { .int($0) }),
         ])
         if participants.isEmpty {
             timer?.cancel()

@@ -55,9 +55,11 @@ public actor Room {
     /// The queue the room's work runs on.
     public nonisolated var queue: DispatchQueue { executor.queue }
 
-    /// Applies new settings; a closed room refuses them.
+    /// Applies new settings; a closed room refuses them. A new `mixedSpeakers` takes effect at
+    /// the next tick; the others apply to later joins.
     public func update(settings newSettings: RoomSettings) throws(RoomError) {
         guard !isClosed else { throw .closed }
+        if newSettings.mixedSpeakers != settings.mixedSpeakers { mixer.setMixedSpeakers(newSettings.mixedSpeakers) }
         settings = newSettings
         logger.debug("room settings updated")
     }
@@ -106,6 +108,9 @@ public actor Room {
     private func unsubscribe(_ id: UInt64) {
         log.unsubscribe(id)
     }
+
+    /// The number of speakers the running mixer holds (follows `settings.mixedSpeakers`).
+    public var mixedSpeakersInEffect: Int { mixer.configuration.mixedSpeakers }
 
     /// Participants not yet ended.
     public var activeCount: Int { participants.count }

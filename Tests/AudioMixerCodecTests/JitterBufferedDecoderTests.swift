@@ -77,4 +77,60 @@ struct JitterBufferedDecoderTests {
         #expect(kinds.prefix(4).allSatisfy { $0 == .silence })
         #expect(abs(Signal.zeroCrossingFrequency(output[(20 * 960)..<(118 * 960)]) - 440) < 1)
     }
+
+    /// A DTX sender (libopus with DTX, sending only the packets longer than 2 bytes, as
+    /// browsers do): 1 s of speech-level tone, then 3 s of quiet background noise. With comfort
+    /// noise on, the pause is filled with noise near the background's level; without, it is
+    /// mostly digital silence.
+    @Test("DTX pauses become comfort noise near the sender's background level, when asked")
+    func comfortNoiseDuringDTX() throws {
+        let encoder = try OpusEncoder(bitrate: 32_000, dtx: true)
+        var generator = SeededGenerator(seed: 7)
+        var input: [[Int16]] = []
+        for index in 0..<200 {
+            if index < 50 {
+                input.append(Signal.sineFrame(index, amplitude: 0.3))
+            } else {
+                input.append((0..<960).map { _ in Int16.random(in: -60...60, using: &generator) })
+            }
+        }
+        var withNoise = JitterBufferedDecoder(decoder: try OpusDecoder())
+        var without = JitterBufferedDecoder(decoder: try OpusDecoder())
+        var heard: (noise: [Int16], zeros: [Int16]) = ([], [])
+        var kinds: [JitterBufferedDecoder.FrameKind] = []
+        var frame = [Int16](repeating: 0, count: 960)
+        var sequence: UInt16 = 0
+        var sent = 0
+        for (index, pcm) in input.enumerated() {
+            let payload = try encoder.encode(pcm)
+            if payload.count > 2 {
+                sent += 1
+                for chain in [0, 1] {
+                    let arrival = MediaTime(nanoseconds: 1_000_000_000 + UInt64(index) * 20_000_000 + 30_000_000)
+                    if chain == 0 {
+                        withNoise.insert(sequenceNumber: sequence, timestamp: UInt32(index * 960), payload: payload, arrival: arrival)
+                    } else {
+                        without.insert(sequenceNumber: sequence, timestamp: UInt32(index * 960), payload: payload, arrival: arrival)
+                    }
+                }
+                sequence &+= 1
+            }
+            let now = MediaTime(nanoseconds: 1_007_000_000 + UInt64(index) * 20_000_000)
+            kinds.append(frame.withUnsafeMutableBufferPointer { withNoise.nextFrame(now: now, into: $0, comfortNoise: true) })
+            heard.noise += frame
+            _ = frame.withUnsafeMutableBufferPointer { without.nextFrame(now: now, into: $0) }
+            heard.zeros += frame
+        }
+        #expect(sent < 120, "the encoder went into DTX (\(sent) of 200 frames sent)")
+        // The last 2 s: the pause, well after the encoder's DTX hangover.
+        let pause = (100 * 960)..<(200 * 960)
+        let background = Signal.rms(input[100...].joined().map { $0 }[...])
+        let level = Signal.decibels(Signal.rms(heard.noise[pause]) / background)
+        #expect(abs(level) < 12, "comfort noise at \(level) dB from the background")
+        #expect(kinds.suffix(100).filter { $0 == .comfortNoise }.count > 50)
+        let silentFrames = stride(from: pause.lowerBound, to: pause.upperBound, by: 960).filter { start in
+            heard.zeros[start..<(start + 960)].allSatisfy { $0 == 0 }
+        }
+        #expect(silentFrames.count > 50, "without comfort noise the pause is digital silence")
+    }
 }

@@ -26,7 +26,7 @@ def _encoder_with_fec(original_init):
 def longest_gap_ms(pcm: numpy.ndarray, frequency: float) -> int:
     """Longest run of 20 ms blocks in which the tone is more than 20 dB below its median."""
     blocks = [pcm[i:i + 960] for i in range(0, len(pcm) - 960, 960)]
-    levels = numpy.array([tone_db(numpy.tile(b, 5), frequency) for b in blocks])
+    levels = numpy.array([tone_db(numpy.tile(b, 5), frequency, half_band=10.0) for b in blocks])
     if len(levels) == 0:
         return 10**6
     quiet = levels < numpy.median(levels) - 20

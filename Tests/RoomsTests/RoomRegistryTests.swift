@@ -22,6 +22,15 @@ struct RoomRegistryTests {
         await #expect(throws: RoomError.closed) { try await room.update(settings: .defaults) }
     }
 
+    @Test func mixedSpeakersOfALiveRoomFollowsItsSettings() async throws {
+        let room = Room(key: key("m"), settings: .defaults, logger: Logger(label: "test"))
+        #expect(await room.mixedSpeakersInEffect == 3)
+        var settings = RoomSettings.defaults
+        settings.mixedSpeakers = 6
+        try await room.update(settings: settings)
+        #expect(await room.mixedSpeakersInEffect == 6)
+    }
+
     @Test func sameRoomIDInTwoApplicationsAreTwoRooms() async throws {
         let registry = RoomRegistry(logger: Logger(label: "test"))
         let other = RoomKey(application: ApplicationKey(randomBytes: Array(repeating: 3, count: 16)),

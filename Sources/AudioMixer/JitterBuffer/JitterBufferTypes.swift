@@ -13,7 +13,7 @@ public enum JitterBufferOutput: Equatable, Sendable {
     /// for `samples`. Also used, rarely, to stretch playout when the buffer runs too thin.
     case conceal(samples: Int)
     /// Nothing to play: the sender has gone quiet without saying so (after a few concealed
-    /// frames), or the stream stalled. Play silence; do not run PLC.
+    /// frames), or the stream stalled. Play silence, or comfort noise; not more speech-like PLC.
     case silence(samples: Int)
     /// The sender is in discontinuous transmission (a DTX frame, or a timestamp gap between
     /// consecutive packets). Play silence or comfort noise, not concealment.

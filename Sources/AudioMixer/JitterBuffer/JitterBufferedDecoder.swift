@@ -15,6 +15,9 @@ public struct JitterBufferedDecoder: Sendable {
         case audio
         /// At least part of the frame is packet loss concealment or inserted playout stretch.
         case concealed
+        /// Comfort noise: the sender paused (DTX) or stalled and the caller asked for its
+        /// background noise (libopus's concealment fading into its internal CNG).
+        case comfortNoise
         /// Silence: not started, DTX, or a stall. The samples are zero.
         case silence
     }
@@ -51,8 +54,13 @@ public struct JitterBufferedDecoder: Sendable {
     }
 
     /// Fills `pcm` (at least one tick long; only the first tick is written) with the audio
-    /// to play at `now`.
-    public mutating func nextFrame(now: MediaTime, into pcm: UnsafeMutableBufferPointer<Int16>) -> FrameKind {
+    /// to play at `now`. With `comfortNoise`, DTX stretches are filled with the sender's
+    /// background noise instead of zeros: the room asks for it only for mixed speakers, so a
+    /// speaker pausing mid-sentence does not punch digital silence into the mix (noise
+    /// pumping), while the cost stays bounded by the number of speakers, not the room's size.
+    public mutating func nextFrame(
+        now: MediaTime, into pcm: UnsafeMutableBufferPointer<Int16>, comfortNoise: Bool = false
+    ) -> FrameKind {
         var kind = FrameKind.silence
         var rounds = 0
         // Each pop yields ≥ 120 samples, so 16 rounds always fill a tick; the bound only guards
@@ -62,7 +70,7 @@ public struct JitterBufferedDecoder: Sendable {
             let queuedNs = UInt64(queued) * 1_000_000_000 / UInt64(AudioCodecFormat.sampleRate)
             let output = jitterBuffer.pop(now: now.adding(nanoseconds: queuedNs))
             if case .notStarted = output { break }
-            let produced = render(output)
+            let produced = render(output, comfortNoise: comfortNoise)
             kind = Self.merge(kind, produced)
         }
         if queued < tick { appendSilence(tick - queued) }
@@ -79,7 +87,7 @@ public struct JitterBufferedDecoder: Sendable {
     }
 
     /// Decodes or synthesizes one jitter buffer output onto the end of the queue.
-    private mutating func render(_ output: JitterBufferOutput) -> FrameKind {
+    private mutating func render(_ output: JitterBufferOutput, comfortNoise: Bool) -> FrameKind {
         switch output {
         case .frame(let payload):
             if decodeAppending(payload, fecSamples: nil) { return .audio }
@@ -93,6 +101,14 @@ public struct JitterBufferedDecoder: Sendable {
         case .conceal(let samples):
             concealAppending(samples)
             return .concealed
+        case .dtx(let samples) where comfortNoise && jitterBuffer.statistics.packetsReceived > 0,
+             .silence(let samples) where comfortNoise && jitterBuffer.statistics.packetsReceived > 0:
+            // Asked to conceal during a pause, libopus fades its extrapolation into comfort
+            // noise shaped by the last frames (SILK's CNG), and keeps that noise going. Browsers
+            // in DTX send nothing but a noise update every 400 ms, so a pause cannot be told from
+            // a stall when it starts: both get the sender's background, as NetEq plays it.
+            concealAppending(samples)
+            return .comfortNoise
         case .silence(let samples), .dtx(let samples):
             appendSilence(samples)
             return .silence
@@ -113,6 +129,7 @@ public struct JitterBufferedDecoder: Sendable {
             }
         }
         guard let written, written > 0 else { return false }
+        jitterBuffer.sourceIsQuiet = Self.isQuiet(queue, from: start, count: written)
         queued += written
         return true
     }
@@ -137,9 +154,20 @@ public struct JitterBufferedDecoder: Sendable {
         queued += count
     }
 
+    /// Peak below about -50 dBFS: silence, comfort noise, a breath. A peak check is enough
+    /// and cheaper than a level measure.
+    private static func isQuiet(_ samples: [Int16], from start: Int, count: Int) -> Bool {
+        samples.withUnsafeBufferPointer { buffer in
+            var peak: Int32 = 0
+            for index in start..<min(start + count, buffer.count) { peak = max(peak, abs(Int32(buffer[index]))) }
+            return peak < 100
+        }
+    }
+
     private static func merge(_ current: FrameKind, _ next: FrameKind) -> FrameKind {
         if current == .concealed || next == .concealed { return .concealed }
         if current == .audio || next == .audio { return .audio }
+        if current == .comfortNoise || next == .comfortNoise { return .comfortNoise }
         return .silence
     }
 }

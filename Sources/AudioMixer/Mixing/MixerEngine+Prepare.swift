@@ -11,9 +11,12 @@ extension MixerEngine {
             let level: Float
             var active: Bool
             if let indication = participants[slot].audioLevel {
-                // The client's level; its V bit may veto, never assert (Chrome sets it always).
+                // The client's level, judged by our own detector. The V bit is ignored: aiortc
+                // sends V=0 on every packet and Chrome's depends on its DTX setting, so trusting
+                // it (even only to veto) made speakers flap with packet timing. Jitsi and
+                // LiveKit decide on the level alone as well.
                 level = indication.dBov
-                active = participants[slot].vad.update(levelDBov: level) && (indication.voiceActivity ?? true)
+                active = participants[slot].vad.update(levelDBov: level)
             } else {
                 level = Self.measure(participants[slot].frame)
                 active = participants[slot].vad.update(levelDBov: level)

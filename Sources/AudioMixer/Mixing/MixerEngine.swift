@@ -69,7 +69,7 @@ struct MixerEngine: Sendable {
         case dominantSpeaker(Int?)
     }
 
-    let configuration: AudioMixerConfiguration
+    private(set) var configuration: AudioMixerConfiguration
     var participants: [ParticipantState] = []
     var freeSlots: [Int] = []
     var selection: SpeakerSelection<Int>
@@ -95,6 +95,17 @@ struct MixerEngine: Sendable {
     }
 
     var speakers: [Int] { selection.speakers }
+
+    /// Applies a new `mixedSpeakers` between ticks: the selection's limit and the core's rows.
+    /// Allocates (a control operation, not on the tick's path).
+    mutating func setMixedSpeakers(_ count: Int) {
+        configuration = AudioMixerConfiguration(
+            mixedSpeakers: count, voiceActivity: configuration.voiceActivity, selection: configuration.selection,
+            talking: configuration.talking, dominantSpeaker: configuration.dominantSpeaker,
+            limiter: configuration.limiter)
+        selection.setMaximumSpeakers(configuration.mixedSpeakers)
+        core = AudioMixerCore(maximumSources: configuration.mixedSpeakers)
+    }
     var dominantSpeaker: Int? { dominant.dominantSpeaker }
 
     /// Takes a free slot (or a new one) for a participant; returns it and its generation.

@@ -44,6 +44,16 @@ public struct RoomAudioMixer<ID: Hashable & Sendable>: Sendable {
 
     public var configuration: Configuration { engine.configuration }
 
+    /// Changes the number of mixed speakers (0…32) from the next tick on; speakers beyond a
+    /// lowered limit leave the mix at once (quietest first), and their minus-one mixes with it.
+    public mutating func setMixedSpeakers(_ count: Int) {
+        engine.setMixedSpeakers(count)
+        let mixes = engine.configuration.mixedSpeakers + 1
+        if output.pool.count < mixes {
+            output.pool.append(contentsOf: (output.pool.count..<mixes).map { _ in AudioMixerTick<ID>.Mix() })
+        }
+    }
+
     /// Participants currently in the mixer.
     public var participantCount: Int { handles.count }
 
@@ -78,6 +88,15 @@ public struct RoomAudioMixer<ID: Hashable & Sendable>: Sendable {
         guard engine.isCurrent(slot: handle.slot, generation: handle.generation) else { return false }
         engine.setSSRC(ssrc, slot: handle.slot)
         return true
+    }
+
+    /// Whether `id` was one of the mixed speakers at the last tick (the room asks its decoder
+    /// for comfort noise only then).
+    public func isSpeaker(_ id: ID) -> Bool {
+        guard let handle = handles[id], engine.isCurrent(slot: handle.slot, generation: handle.generation) else {
+            return false
+        }
+        return engine.participants[handle.slot].wasSpeaker
     }
 
     /// Hands in a participant's input for the next tick; false (and ignored) for a stale handle.

@@ -88,9 +88,9 @@ public enum AudioLevel {
 /// as the mixer consumes it: the level of the packet's audio in -dBov (0…127) and the V bit.
 ///
 /// `voiceActivity` is nil when the V bit carries no information: the extension was negotiated
-/// with `vad=off`. Chrome sets V on every packet unless DTX is on, so the mixer never trusts V
-/// alone: it runs its own energy detector on the level and lets V=0 only veto (see
-/// `VoiceActivityDetector`). The room fills this from the parsed header extension.
+/// with `vad=off`. The mixer does not use V at all: clients disagree on it (aiortc sends V=0
+/// on every packet, Chrome's follows its DTX setting), so it runs its own energy detector on
+/// the level (see `VoiceActivityDetector`). The room fills this from the parsed extension.
 public struct SSRCAudioLevel: Sendable, Hashable {
     /// -dBov, 0 (loudest) … 127 (silence).
     public let level: UInt8

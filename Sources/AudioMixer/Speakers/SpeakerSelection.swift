@@ -55,7 +55,7 @@ public struct SpeakerSelection<ID: Hashable & Sendable>: Sendable {
         var level: Float
     }
 
-    public let configuration: Configuration
+    public private(set) var configuration: Configuration
     /// The current speakers, in position order (see the type's documentation).
     public private(set) var speakers: [ID] = []
     private var tracks = DenseTable<ID, Track>()
@@ -84,6 +84,17 @@ public struct SpeakerSelection<ID: Hashable & Sendable>: Sendable {
         fillFreePlaces()
         replaceQuietSpeakers()
         return speakers
+    }
+
+    /// Changes how many speakers the mix holds (the room's `mixedSpeakers` was edited). When
+    /// the limit shrinks, the quietest speakers leave at once; when it grows, the next tick
+    /// fills the new places with the loudest eligible participants.
+    public mutating func setMaximumSpeakers(_ maximum: Int) {
+        configuration.maximumSpeakers = max(0, maximum)
+        while speakers.count > configuration.maximumSpeakers, let quietest = quietestSpeaker() {
+            if let index = tracks.index(of: speakers[quietest.position]) { tracks.values[index].isSpeaker = false }
+            speakers.remove(at: quietest.position)
+        }
     }
 
     /// Forgets a participant that left the room; it stops being a speaker at once.

@@ -34,6 +34,7 @@ struct ParticipantResponse: Encodable {
     var videoPaused: Bool
     var srtpProfile: String?
     var media: MediaCounters
+    var audio: [String: Int]
 
     init(_ snapshot: ParticipantSnapshot) {
         callId = snapshot.callId.rawValue
@@ -46,6 +47,7 @@ struct ParticipantResponse: Encodable {
         videoPaused = snapshot.videoPaused
         srtpProfile = snapshot.srtpProfile
         media = snapshot.counters
+        audio = snapshot.audioStatistics
     }
 }
 

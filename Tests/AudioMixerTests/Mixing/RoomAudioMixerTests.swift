@@ -158,6 +158,29 @@ struct RoomAudioMixerTests {
         #expect(tick.encodeCount == 2)
     }
 
+    /// PATCH of a live room's `mixedSpeakers`: lowering it drops the quietest speakers at once
+    /// (and their own mixes); raising it lets the next tick fill the new places.
+    @Test func mixedSpeakersChangesOnALiveMixer() throws {
+        var room = MixerTestRoom(mixedSpeakers: 3)
+        let amplitudes = [0.4, 0.3, 0.2, 0.1]
+        for (index, amplitude) in amplitudes.enumerated() {
+            room.join("S\(index)", .tone(MixerTestTone(frequency: 300 + 200 * Double(index), amplitude: amplitude)))
+        }
+        room.join("L", .silence)
+        var tick = try room.run(10).last!
+        #expect(Set(tick.speakers) == ["S0", "S1", "S2"])
+        room.mixer.setMixedSpeakers(1)
+        tick = try room.run(1).last!
+        #expect(tick.speakers == ["S0"])
+        #expect(tick.encodeCount == 2)
+        #expect(tick.mix(for: "L")?.contributingSources == ["S0"])
+        room.mixer.setMixedSpeakers(4)
+        tick = try room.run(10).last!
+        #expect(Set(tick.speakers) == ["S0", "S1", "S2", "S3"])
+        #expect(tick.encodeCount == 5)
+        #expect(Set(tick.mix(for: "L")?.contributingSources ?? []) == ["S0", "S1", "S2", "S3"])
+    }
+
     @Test func csrcsAndLevelsDescribeTheContributors() throws {
         var room = MixerTestRoom()
         room.join("A", .tone(MixerTestTone(frequency: 440, amplitude: 0.5)))
@@ -219,18 +242,24 @@ struct RoomAudioMixerTests {
         #expect(tick?.dominantSpeaker == "A")
     }
 
-    @Test func voiceActivityFlagVetoes() {
+    /// aiortc sends V=0 on every packet whatever the audio: the level decides, so a loud
+    /// participant with V=0 is a speaker and talks, and a silent one with V=1 is neither.
+    @Test func voiceActivityFlagIsIgnoredTheLevelDecides() {
         var mixer = RoomAudioMixer<String>()
         mixer.addParticipant("A")
         mixer.addParticipant("B")
-        for index in 0..<8 {
-            // Loud, but the client says "no voice" (V=0, vad=on): not a speaker.
-            mixer.setInput(AudioMixerInput(audioLevel: SSRCAudioLevel(byte: 10)), for: "A")
-            // vad=off: V carries nothing, the level decides.
-            let withoutVAD = SSRCAudioLevel(byte: 10, voiceActivityNegotiated: false)
-            mixer.setInput(AudioMixerInput(audioLevel: withoutVAD), for: "B")
+        mixer.addParticipant("C")
+        var events: [AudioMixerEvent<String>] = []
+        for index in 0..<10 {
+            mixer.setInput(AudioMixerInput(audioLevel: SSRCAudioLevel(byte: 10)), for: "A")  // loud, V=0
+            mixer.setInput(AudioMixerInput(audioLevel: SSRCAudioLevel(byte: 0x80 | 127)), for: "B")  // silent, V=1
+            let withoutVAD = SSRCAudioLevel(byte: 12, voiceActivityNegotiated: false)
+            mixer.setInput(AudioMixerInput(audioLevel: withoutVAD), for: "C")
             let tick = mixer.tick(now: .tick(index))
-            #expect(tick.speakers == ["B"])
+            #expect(tick.speakers == ["A", "C"])
+            events += tick.events
         }
+        #expect(events.contains(.talkingStarted("A")) && events.contains(.talkingStarted("C")))
+        #expect(!events.contains(.talkingStarted("B")))
     }
 }
