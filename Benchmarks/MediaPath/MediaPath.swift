@@ -6,8 +6,9 @@ import RTP
 import SRTP
 import STUN
 
-/// Per-packet and per-tick costs of the media path: parsers, SRTP, and the audio mixer's tick
-/// (decode-free: frames are given; the distinct mixes are Opus-encoded as the room does).
+/// Per-packet and per-tick costs of the media path: parsers, SRTP, the audio mixer's tick
+/// (decode-free: frames are given; the distinct mixes are Opus-encoded as the room does), and
+/// the room's whole audio tick with per-participant jitter buffers and decodes.
 let benchmarks: @Sendable () -> Void = {
     Benchmark.defaultConfiguration = .init(metrics: [.wallClock, .mallocCountTotal, .throughput],
                                            maxDuration: .seconds(2))
@@ -92,6 +93,62 @@ let benchmarks: @Sendable () -> Void = {
                 }
                 now = now.adding(milliseconds: 20)
             }
+        }
+    }
+    roomTickBenchmarks()
+}
+
+/// The room's whole audio tick for 500 participants: jitter buffer + Opus decode per
+/// participant, the mixer, and the distinct encodes. Three talk; the rest send Opus-coded
+/// silence. "every decode" is the aiortc case (no client level, everyone decoded); "quiet
+/// skipped" is the browser case (RFC 6464 levels: only talkers are decoded).
+func roomTickBenchmarks() {
+    for skipQuiet in [false, true] {
+        Benchmark("Room audio tick, 500 participants, 3 talkers, \(skipQuiet ? "quiet skipped" : "every decode")",
+                  configuration: .init(metrics: [.wallClock, .mallocCountTotal], maxDuration: .seconds(3))) { benchmark in
+            let participants = 500
+            guard let talkerEncoder = try? OpusEncoder(bitrate: 32_000), let quietEncoder = try? OpusEncoder(bitrate: 32_000)
+            else { return }
+            // 50 frames of each stream, replayed in a loop.
+            let tone = (0..<50).map { frame in
+                (0..<960).map { Int16(8000 * sin(Double(frame * 960 + $0) * 2 * .pi * 220 / 48000)) }
+            }
+            let talkerPackets = tone.map { (try? talkerEncoder.encode($0)) ?? [] }
+            let quietPackets = (0..<50).map { _ in (try? quietEncoder.encode([Int16](repeating: 0, count: 960))) ?? [] }
+            var chains = (0..<participants).compactMap { _ in try? OpusDecoder() }.map { JitterBufferedDecoder(decoder: $0) }
+            var mixer = RoomAudioMixer<Int>(configuration: AudioMixerConfiguration(mixedSpeakers: 3))
+            for id in 0..<participants { _ = mixer.addParticipant(id, ssrc: SSRC(UInt32(id + 1))) }
+            let encoders = (0..<4).compactMap { _ in try? OpusEncoder(bitrate: 32_000, complexity: 5) }
+            var payload = [UInt8](repeating: 0, count: 4000)
+            var pcm = [[Int16]](repeating: [Int16](repeating: 0, count: 960), count: participants)
+            var tickIndex = 0
+            func tick() {
+                let now = MediaTime(nanoseconds: 1_000_000_000 + UInt64(tickIndex) * 20_000_000)
+                for id in chains.indices {
+                    let packet = id < 3 ? talkerPackets[tickIndex % 50] : quietPackets[tickIndex % 50]
+                    chains[id].insert(sequenceNumber: UInt16(truncatingIfNeeded: tickIndex),
+                                      timestamp: UInt32(truncatingIfNeeded: tickIndex * 960), payload: packet,
+                                      arrival: now.adding(milliseconds: 1))
+                    let decode = !skipQuiet || id < 3
+                    let kind = pcm[id].withUnsafeMutableBufferPointer {
+                        chains[id].nextFrame(now: now.adding(milliseconds: 30), into: $0, decode: decode)
+                    }
+                    let level: SSRCAudioLevel? = skipQuiet ? SSRCAudioLevel(level: id < 3 ? 20 : 127, voiceActivity: nil) : nil
+                    let frame: AudioMixerInput.Frame? = kind == .audio ? .int16(pcm[id]) : nil
+                    _ = mixer.setInput(AudioMixerInput(frame: frame, audioLevel: level), for: id)
+                }
+                let result = mixer.tick(now: now)
+                for (index, mix) in result.mixes.enumerated() where index < encoders.count && !mix.isSilent {
+                    let length = mix.samples.withUnsafeBufferPointer { samples in
+                        payload.withUnsafeMutableBufferPointer { (try? encoders[index].encode(samples, into: $0)) ?? 0 }
+                    }
+                    blackHole(length)
+                }
+                tickIndex += 1
+            }
+            for _ in 0..<10 { tick() }  // past the jitter buffer's start
+            benchmark.startMeasurement()
+            for _ in benchmark.scaledIterations { tick() }
         }
     }
 }

@@ -65,19 +65,24 @@ def latencies(sent: list[float], heard: list[float]) -> list[float]:
     return out
 
 
-async def via_chorus(server) -> list[float]:
+async def via_chorus(server) -> tuple[list[float], dict]:
     talker, listener = Peer(video=False), Peer(video=False, amplitude=0)
     track = BurstTrack()
     talker.pc.getSenders()[0].replaceTrack(track)
+    calls = {}
     for name, peer in (("talker", talker), ("listener", listener)):
         offer = await peer.offer()
         reply = server.request("POST", "/v1/rooms/latency/participants", json={"sdp": offer, "userId": name})
+        calls[name] = reply.json()["callId"]
         await peer.answer(reply.json()["sdp"])
     await asyncio.sleep(BURSTS + 2)
     result = latencies(track.onsets[2:], onsets_heard(listener))
+    # What the server's jitter buffer did with the talker's packets.
+    audio = server.request("GET", f"/v1/rooms/latency/participants/{calls['talker']}").json()["audio"]
+    jitter_buffer = {key: audio[key] for key in ("jitterBufferDelayMeanMs", "jitterBufferTargetMs", "discarded")}
     await talker.close()
     await listener.close()
-    return result
+    return result, jitter_buffer
 
 
 async def direct() -> list[float]:
@@ -107,11 +112,12 @@ def main() -> None:
     try:
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
-        chorus = loop.run_until_complete(via_chorus(server))
+        chorus, jitter_buffer = loop.run_until_complete(via_chorus(server))
         baseline = loop.run_until_complete(direct())
     finally:
         server.stop()
-    report = {"via_chorus": summary(chorus), "direct_aiortc": summary(baseline)}
+    report = {"via_chorus": summary(chorus), "direct_aiortc": summary(baseline),
+              "server_jitter_buffer_of_talker": jitter_buffer}
     if chorus and baseline:
         report["added_by_server_median_ms"] = round(statistics.median(chorus) - statistics.median(baseline), 1)
     print(json.dumps(report, indent=2))

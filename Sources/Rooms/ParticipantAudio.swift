@@ -23,6 +23,8 @@ struct ParticipantAudio {
     var levelSum: Double = 0
     var levelCount: UInt64 = 0
     var comfortNoiseFrames: UInt64 = 0
+    /// Ticks played without decoding (muted, or quiet by the client's own level).
+    var skippedDecodes: UInt64 = 0
     /// What the participant was sent, per tick: a mix frame, nothing (its mix was silent), or
     /// nothing because the encode failed (never expected; counted so a stall shows why).
     var mixFramesSent: UInt64 = 0
@@ -42,15 +44,32 @@ struct ParticipantAudio {
             csrcAudioLevelExtensionID: extensionID)
     }
 
-    /// Decodes this tick's frame (nil samples for silence) and takes the client's pending level.
-    /// `comfortNoise` (for mixed speakers) fills DTX pauses with the sender's background noise.
-    mutating func nextFrame(now: MediaTime, comfortNoise: Bool = false) -> (pcm: [Int16]?, level: SSRCAudioLevel?) {
+    /// This tick's frame (nil samples for silence) and the client's level, if it sends one.
+    ///
+    /// Decoding is what a large room would spend its time on (~26 µs per participant per
+    /// tick), so it is skipped when nobody can hear the result: for a muted participant, and
+    /// for one that is not a mixed speaker and whose client reports a level below the voice
+    /// threshold. The client's level is the newest packet's, a packet or two ahead of playout,
+    /// so decoding resumes before a talker's first loud frame plays. Mixed speakers also get
+    /// comfort noise in their DTX pauses.
+    mutating func nextFrame(now: MediaTime, isSpeaker: Bool = false, muted: Bool = false)
+        -> (pcm: [Int16]?, level: SSRCAudioLevel?)
+    {
+        let level = lastLevel.flatMap { now.nanoseconds(since: $0.at) <= Self.levelLifetimeNs ? $0.level : nil }
+        let quiet = level.map { $0.dBov < Self.decodeThresholdDBov } ?? false
+        let decode = !muted && (isSpeaker || !quiet)
         let kind = pcm.withUnsafeMutableBufferPointer {
-            receive.nextFrame(now: now, into: $0, comfortNoise: comfortNoise)
+            receive.nextFrame(now: now, into: $0, comfortNoise: isSpeaker, decode: decode)
         }
         if talking { talkTicks &+= 1 }
-        guard kind != .silence else { return (nil, nil) }
-        let level = lastLevel.flatMap { now.nanoseconds(since: $0.at) <= Self.levelLifetimeNs ? $0.level : nil }
+        if kind == .skipped {
+            skippedDecodes &+= 1
+            if let level, !muted {  // what the client measured stands in for the undecoded frame
+                levelSum += Double(level.dBov)
+                levelCount &+= 1
+            }
+        }
+        guard kind != .silence, kind != .skipped else { return (nil, kind == .skipped ? level : nil) }
         if kind == .comfortNoise {
             comfortNoiseFrames &+= 1
             return (pcm, level)  // background noise is not the speaker's level
@@ -68,6 +87,7 @@ struct ParticipantAudio {
             "packetsReceived": jb.packetsReceived, "lost": jb.lost, "late": jb.late, "discarded": jb.discarded,
             "fecRecoveries": jb.fecRecoveries, "concealedFrames": jb.concealedFrames,
             "comfortNoiseFrames": Int(clamping: comfortNoiseFrames),
+            "skippedDecodes": Int(clamping: skippedDecodes),
             "jitterBufferDelayMeanMs": Self.milliseconds(jb.meanDelayMs),
             "jitterBufferDelayMaxMs": Self.milliseconds(jb.maxDelayMs),
             "jitterBufferTargetMs": Self.milliseconds(jb.currentTargetMs),
@@ -80,6 +100,9 @@ struct ParticipantAudio {
 
     /// How long a client's level stands for the audio played after it (a few packets).
     static let levelLifetimeNs: UInt64 = 100_000_000
+    /// Client levels below this are not decoded (unless a mixed speaker): well under the voice
+    /// detector's absolute threshold (-60 dBov), so nothing it could call voice is skipped.
+    static let decodeThresholdDBov: Float = -70
 
     private static func milliseconds(_ value: Double) -> Int {
         value.isFinite ? Int(clamping: Int64(value.rounded())) : 0

@@ -86,7 +86,7 @@ extension Room {
         let established = state == .established
         var input = AudioMixerInput(muted: muted, receivesAudio: established)
         if established, let frame = participants[callId]?.audio.nextFrame(
-            now: now, comfortNoise: mixer.isSpeaker(callId)) {
+            now: now, isSpeaker: mixer.isSpeaker(callId), muted: muted) {
             input.frame = frame.pcm.map { .int16($0) }
             input.audioLevel = frame.level
         }

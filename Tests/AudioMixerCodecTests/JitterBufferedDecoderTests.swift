@@ -133,4 +133,35 @@ struct JitterBufferedDecoderTests {
         }
         #expect(silentFrames.count > 50, "without comfort noise the pause is digital silence")
     }
+
+    /// A quiet participant is not decoded (the room's choice, from its client's level): zeros
+    /// while skipped, the jitter buffer's timeline unbroken, and clean audio again as soon as
+    /// decoding resumes (the decoder restarts instead of decoding on stale state).
+    @Test("skipped ticks are zeros, and decoding resumes cleanly on the same timeline")
+    func skippedDecodes() throws {
+        let encoder = try OpusEncoder(bitrate: 32_000)
+        var chain = JitterBufferedDecoder(decoder: try OpusDecoder())
+        var kinds: [JitterBufferedDecoder.FrameKind] = []
+        var output: [Int16] = []
+        var frame = [Int16](repeating: 0, count: 960)
+        for index in 0..<150 {
+            chain.insert(
+                sequenceNumber: UInt16(index), timestamp: UInt32(index * 960),
+                payload: try encoder.encode(Signal.sineFrame(index)),
+                arrival: MediaTime(nanoseconds: 1_000_000_000 + UInt64(index) * 20_000_000 + 30_000_000))
+            let now = MediaTime(nanoseconds: 1_007_000_000 + UInt64(index) * 20_000_000)
+            let decode = !(40..<100).contains(index)
+            kinds.append(frame.withUnsafeMutableBufferPointer { chain.nextFrame(now: now, into: $0, decode: decode) })
+            output += frame
+        }
+        #expect(kinds[42..<100].allSatisfy { $0 == .skipped })
+        #expect(output[(42 * 960)..<(100 * 960)].allSatisfy { $0 == 0 })
+        #expect(kinds[103...].allSatisfy { $0 == .audio })
+        // From the second decoded frame on, the 440 Hz sine at its full level again.
+        let resumed = output[(104 * 960)..<(150 * 960)]
+        #expect(abs(Signal.zeroCrossingFrequency(resumed) - 440) < 1)
+        #expect(Signal.rms(resumed) > 0.5 * 32_767 * 0.707 * 0.8)
+        let statistics = chain.jitterBuffer.statistics
+        #expect(statistics.lost == 0 && statistics.late == 0 && statistics.concealedFrames == 0)
+    }
 }

@@ -113,6 +113,13 @@ def test_each_hears_the_others_and_not_itself_and_mute_removes_a_voice(chorus_se
             assert levels[f"{other} after"] > levels["a after"] + 30, context
         events.wait_for(lambda e: e.get("type") == "audio.muted" and e.get("callId") == calls["a"])
         events.wait_for(lambda e: e.get("type") == "talking.stopped" and e.get("callId") == calls["a"])
+
+        # Decoding is spent on talkers only: the silent listener (its client reports -127 dBov)
+        # and the muted A are not decoded; B and C always are.
+        audio = {name: participant(chorus_server, "mix", call)["audio"] for name, call in calls.items()}
+        assert audio["d"]["skippedDecodes"] > 100, audio["d"]
+        assert audio["a"]["skippedDecodes"] >= 50, audio["a"]  # 1.5 s muted
+        assert audio["b"]["skippedDecodes"] == 0 and audio["c"]["skippedDecodes"] == 0, (audio["b"], audio["c"])
     finally:
         for peer in peers.values():
             loop.run_until_complete(peer.close())

@@ -20,6 +20,9 @@ public struct JitterBufferedDecoder: Sendable {
         case comfortNoise
         /// Silence: not started, DTX, or a stall. The samples are zero.
         case silence
+        /// Played without decoding (`decode: false`): the timeline moved on, the samples are
+        /// zero, and the decoder restarts cleanly on the next decoded packet.
+        case skipped
     }
 
     public private(set) var jitterBuffer: AdaptiveJitterBuffer
@@ -30,6 +33,8 @@ public struct JitterBufferedDecoder: Sendable {
     private var queue: [Int16]
     private var queued = 0
     private let tick: Int
+    /// Packets were skipped: the decoder's state is stale, reset it before the next decode.
+    private var decoderIsStale = false
 
     public init(decoder: any AudioDecoder, configuration: JitterBufferConfiguration = JitterBufferConfiguration()) {
         self.decoder = decoder
@@ -58,8 +63,12 @@ public struct JitterBufferedDecoder: Sendable {
     /// background noise instead of zeros: the room asks for it only for mixed speakers, so a
     /// speaker pausing mid-sentence does not punch digital silence into the mix (noise
     /// pumping), while the cost stays bounded by the number of speakers, not the room's size.
+    ///
+    /// With `decode: false` the tick is played without decoding (zeros, `.skipped`): the room
+    /// does this for participants whose client-reported level says they are quiet, or who are
+    /// muted, so a large room decodes only its talkers. The jitter buffer keeps its timeline.
     public mutating func nextFrame(
-        now: MediaTime, into pcm: UnsafeMutableBufferPointer<Int16>, comfortNoise: Bool = false
+        now: MediaTime, into pcm: UnsafeMutableBufferPointer<Int16>, comfortNoise: Bool = false, decode: Bool = true
     ) -> FrameKind {
         var kind = FrameKind.silence
         var rounds = 0
@@ -70,7 +79,7 @@ public struct JitterBufferedDecoder: Sendable {
             let queuedNs = UInt64(queued) * 1_000_000_000 / UInt64(AudioCodecFormat.sampleRate)
             let output = jitterBuffer.pop(now: now.adding(nanoseconds: queuedNs))
             if case .notStarted = output { break }
-            let produced = render(output, comfortNoise: comfortNoise)
+            let produced = decode ? render(output, comfortNoise: comfortNoise) : skip(output)
             kind = Self.merge(kind, produced)
         }
         if queued < tick { appendSilence(tick - queued) }
@@ -117,8 +126,30 @@ public struct JitterBufferedDecoder: Sendable {
         }
     }
 
+    /// Plays one jitter buffer output as zeros without touching the decoder.
+    private mutating func skip(_ output: JitterBufferOutput) -> FrameKind {
+        let samples: Int
+        switch output {
+        case .frame(let payload):
+            samples = payload.withUnsafeBufferPointer { decoder.packetSamples($0) } ?? jitterBuffer.packetSamples
+        case .recoverWithFEC(_, let count), .conceal(let count), .silence(let count), .dtx(let count):
+            samples = count
+        case .notStarted:
+            return .silence
+        }
+        appendSilence(samples)
+        decoderIsStale = true
+        // Nobody hears this audio now: dropping a frame of it to shed delay is inaudible.
+        jitterBuffer.sourceIsQuiet = true
+        return .skipped
+    }
+
     private mutating func decodeAppending(_ payload: [UInt8], fecSamples: Int?) -> Bool {
         let decoder = decoder
+        if decoderIsStale {
+            decoder.reset()
+            decoderIsStale = false
+        }
         let start = queued
         let written: Int? = queue.withUnsafeMutableBufferPointer { buffer in
             guard let base = buffer.baseAddress else { return nil }
@@ -168,6 +199,7 @@ public struct JitterBufferedDecoder: Sendable {
         if current == .concealed || next == .concealed { return .concealed }
         if current == .audio || next == .audio { return .audio }
         if current == .comfortNoise || next == .comfortNoise { return .comfortNoise }
+        if current == .skipped || next == .skipped { return .skipped }
         return .silence
     }
 }
