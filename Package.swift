@@ -76,12 +76,15 @@ let package = Package(
         // Audio mixer (MCU), sans-IO: Opus behind a codec seam, adaptive jitter buffer with FEC/PLC,
         // speaker selection with hysteresis, mixing with a soft limiter, outbound RTP per recipient.
         .target(name: "AudioMixer", dependencies: ["ChorusCore", "COpus"], swiftSettings: strict),
+        // Video slots: rewriting publishers' RTP into each subscriber's slot streams, packet
+        // cache for NACKs, keyframe requests, slot choice. Sans-IO, owned by the room.
+        .target(name: "VideoForwarder", dependencies: ["ChorusCore", "RTP"], swiftSettings: strict),
 
         // Room actors on their own serial queues, and the registry that owns them.
         .target(
             name: "Rooms",
             dependencies: [
-                "ChorusCore", "PeerTransport", "SDP", "DTLS", "ICELite", "RTCP", "RTP", "AudioMixer",
+                "ChorusCore", "PeerTransport", "SDP", "DTLS", "ICELite", "RTCP", "RTP", "AudioMixer", "VideoForwarder",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ],
@@ -166,6 +169,7 @@ let package = Package(
         .testTarget(name: "FuzzReplayTests", dependencies: ["FuzzEntryPoints"]),
         .testTarget(name: "AudioMixerCodecTests", dependencies: ["AudioMixer", "ChorusCore", "COpus"]),
         .testTarget(name: "AudioMixerTests", dependencies: ["AudioMixer", "ChorusCore", "RTP"]),
+        .testTarget(name: "VideoForwarderTests", dependencies: ["VideoForwarder", "ChorusCore", "RTP"]),
         .testTarget(name: "SDPTests", dependencies: ["SDP", "ChorusCore"], resources: [.copy("Fixtures")]),
         .testTarget(name: "RTPTests", dependencies: ["RTP", "ChorusCore"]),
         .testTarget(name: "RTCPTests", dependencies: ["RTCP", "ChorusCore"]),

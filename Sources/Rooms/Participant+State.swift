@@ -18,12 +18,14 @@ struct Participant {
     var boundAddresses: Set<TransportAddress> = []
     var srtpProfile: String?
     var audio: ParticipantAudio
+    var video: ParticipantVideo
 
     func snapshot(endCause: EndCause? = nil) -> ParticipantSnapshot {
         ParticipantSnapshot(
             callId: callId, userId: userId, displayName: displayName, state: state, endCause: endCause,
             joinedAt: joinedAt, establishedAt: establishedAt, audioMuted: audioMuted, videoPaused: videoPaused,
-            counters: transport.counters, audioStatistics: audio.statistics, srtpProfile: srtpProfile)
+            counters: transport.counters, audioStatistics: audio.statistics, videoStatistics: video.statistics.fields,
+            pinned: video.pinned, srtpProfile: srtpProfile)
     }
 }
 

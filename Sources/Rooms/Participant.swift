@@ -34,6 +34,10 @@ public struct ParticipantSnapshot: Sendable, Equatable {
     public let counters: MediaCounters
     /// What the server measured on the participant's audio so far (the call record's `audio`).
     public let audioStatistics: [String: Int]
+    /// Video counters: packets received and forwarded, keyframe requests, NACKs, switches.
+    public let videoStatistics: [String: Int]
+    /// Publishers this participant pinned to its first video slots.
+    public let pinned: [CallID]
     /// The SRTP profile negotiated by DTLS, once established.
     public let srtpProfile: String?
 }

@@ -48,9 +48,8 @@ extension Room {
 
     /// Loss the participant reports about the mix we send it (RTCP receiver reports), which
     /// decides how much in-band FEC its mix's encoder adds.
-    func receiveAudioFeedback(_ compound: [UInt8], callId: CallID) {
-        guard let ours = participants[callId]?.audio.outbound.ssrc,
-              let packets = try? RTCPCompoundPacket(parsing: compound) else { return }
+    func receiveAudioFeedback(_ packets: RTCPCompoundPacket, callId: CallID) {
+        guard let ours = participants[callId]?.audio.outbound.ssrc else { return }
         for packet in packets {
             let blocks: [ReportBlock]
             switch packet {
@@ -76,7 +75,7 @@ extension Room {
             send(mix, key: key, now: now)
         }
         encoders.retain(live)
-        for event in tick.events { emitAudioEvent(event) }
+        for event in tick.events { emitAudioEvent(event, now: now) }
     }
 
     /// Hands the mixer this tick's input for one participant. Mutates the participant in place
@@ -130,7 +129,7 @@ extension Room {
         }
     }
 
-    private func emitAudioEvent(_ event: AudioMixerEvent<CallID>) {
+    private func emitAudioEvent(_ event: AudioMixerEvent<CallID>, now: MediaTime) {
         switch event {
         case .talkingStarted(let id), .talkingStopped(let id):
             let started = if case .talkingStarted = event { true } else { false }
@@ -138,6 +137,7 @@ extension Room {
             emit(event.name, participantFields(id))
         case .dominantSpeaker(let id):
             emit(event.name, id.map(participantFields) ?? ["callId": .null])
+            if let id { noteDominantSpeaker(id, now: now) }
         }
     }
 

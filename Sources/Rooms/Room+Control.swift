@@ -15,9 +15,14 @@ extension Room {
         participants.values.contains { $0.userId == userId }
     }
 
-    /// Mutes/unmutes audio and pauses/resumes video; emits an event per change.
-    public func update(_ callId: CallID, audioMuted: Bool?, videoPaused: Bool?) -> ParticipantSnapshot? {
+    /// Mutes/unmutes audio, pauses/resumes video, sets pinned publishers; emits an event per
+    /// change. Pausing takes the publisher out of every slot at once; resuming puts it back
+    /// (its keyframe is requested by the slot switch).
+    public func update(_ callId: CallID, audioMuted: Bool?, videoPaused: Bool?, pinned: [CallID]? = nil)
+        -> ParticipantSnapshot?
+    {
         guard var participant = participants[callId] else { return nil }
+        var slotsChanged = false
         let base: [String: EventField] = [
             "callId": .string(callId.rawValue), "userId": .string(participant.userId.rawValue),
         ]
@@ -30,9 +35,16 @@ extension Room {
             var fields = base
             if videoPaused { fields["reason"] = .string("request") }
             emit(videoPaused ? "video.paused" : "video.resumed", fields)
+            slotsChanged = true
         }
         participants[callId] = participant
-        return participant.snapshot()
+        let now = MediaTime.now()
+        if let pinned {
+            setPinned(pinned, for: callId, now: now)
+        } else if slotsChanged {
+            reassignSlots(now: now)
+        }
+        return participants[callId]?.snapshot()
     }
 
     /// Counts of participants by state, for /metrics.

@@ -49,8 +49,10 @@ extension Room {
         let connection = ParticipantConnection(callId: request.callId, room: self)
         let participant = Participant(
             callId: request.callId, userId: request.userId, displayName: request.displayName, joinedAt: Date(),
-            transport: transport, connection: connection, ufrag: plan.transport.localICE.ufrag, audio: audio)
+            transport: transport, connection: connection, ufrag: plan.transport.localICE.ufrag, audio: audio,
+            video: ParticipantVideo(analysis: analysis, slotStreams: plan.slotStreams))
         participants[request.callId] = participant
+        joinOrder.append(request.callId)
         _ = mixer.addParticipant(request.callId, ssrc: analysis.audio.ssrc)
         media.routing.register(ufrag: participant.ufrag, receiver: connection)
         startTimerIfNeeded()
@@ -67,6 +69,8 @@ extension Room {
 struct MediaPlan {
     let transport: PeerTransportConfiguration
     let answer: String
+    /// The server's stream on each video slot, in `analysis.slots` order.
+    let slotStreams: [OutgoingStream]
 
     init(analysis: OfferAnalysis, media: MediaEnvironment, callId: CallID) throws(JoinError) {
         let localICE = ICECredentials.random()
@@ -97,6 +101,7 @@ struct MediaPlan {
             OutgoingStream(ssrc: newSSRC(), rtxSSRC: slot.codec.rtxPayloadType == nil ? nil : newSSRC(),
                            streamID: "chorus-slot\(index)", trackID: "slot\(index)")
         }
+        slotStreams = slots
         var clockRates: [UInt8: UInt64] = [analysis.audio.opusPayloadType.rawValue: 48_000]
         if let camera = analysis.camera {
             clockRates[camera.codec.payloadType.rawValue] = UInt64(camera.codec.clockRate)

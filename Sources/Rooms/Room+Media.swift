@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Metrics
 import PeerTransport
+import RTCP
 import RTP
 
 extension Room {
@@ -42,6 +43,7 @@ extension Room {
                 "callId": .string(callId.rawValue), "userId": .string(participant.userId.rawValue),
                 "srtpProfile": .string(profile.openSSLName),
             ])
+            reassignSlots(now: lastPacketTime)
         case .failed(let reason):
             RoomMetrics.handshakes(ok: false)
             logger.info("call failed", metadata: ["callId": "\(callId)", "reason": "\(reason)"])
@@ -51,10 +53,17 @@ extension Room {
         case .consentExpired:
             end(callId, cause: .timeout)
         case .rtp(let packet):
-            // Audio goes to the mixer; the camera's video is the forwarder's (next issue).
-            if let rtp = try? RTPPacket(parsing: packet) { receiveAudio(rtp, callId: callId, now: lastPacketTime) }
+            // Audio goes to the mixer; the camera's video to the forwarder.
+            guard let rtp = try? RTPPacket(parsing: packet) else { return }
+            if rtp.header.payloadType.rawValue == participant.audio.payloadType {
+                receiveAudio(rtp, callId: callId, now: lastPacketTime)
+            } else {
+                receiveVideo(packet, header: rtp.header, callId: callId, now: lastPacketTime)
+            }
         case .rtcp(let compound):
-            receiveAudioFeedback(compound, callId: callId)
+            guard let packets = try? RTCPCompoundPacket(parsing: compound) else { return }
+            receiveAudioFeedback(packets, callId: callId)
+            receiveVideoFeedback(packets, callId: callId, now: lastPacketTime)
         }
     }
 
@@ -64,6 +73,9 @@ extension Room {
     public func end(_ callId: CallID, cause: EndCause) -> Bool {
         guard let participant = participants.removeValue(forKey: callId) else { return false }
         mixer.removeParticipant(callId)
+        joinOrder.removeAll { $0 == callId }
+        recentSpeakers.removeAll { $0 == callId }
+        reassignSlots(now: lastPacketTime)
         media?.routing.unregister(ufrag: participant.ufrag)
         for address in participant.boundAddresses { media?.routing.unbind(address) }
         let counters = participant.transport.counters
@@ -71,6 +83,7 @@ extension Room {
             "callId": .string(callId.rawValue), "userId": .string(participant.userId.rawValue),
             "endCause": .string(cause.rawValue), "established": .bool(participant.establishedAt != nil),
             "media": .object(counters.fields), "audio": .object(participant.audio.statistics.mapValues { .int($0) }),
+            "video": .object(participant.video.statistics.fields.mapValues { .int($0) }),
         ])
         if participants.isEmpty {
             timer?.cancel()
@@ -104,6 +117,7 @@ extension Room {
             ran += 1
         }
         nextTickAt = due <= now ? now.adding(nanoseconds: period) : due
+        videoTick(now: now)
         pollTransports(now: now)
     }
 

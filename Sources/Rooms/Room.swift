@@ -33,6 +33,12 @@ public actor Room {
     /// Arrival time of the datagram being handled (transport events carry no time of their own).
     var lastPacketTime = MediaTime(nanoseconds: 0)
     var encoders = MixEncoders()
+    /// Participants in the order they joined: the slot order of publishers nobody pinned.
+    var joinOrder: [CallID] = []
+    /// The room's dominant speakers, most recent first: they rank next after pins for slots.
+    var recentSpeakers: [CallID] = []
+    /// Reused buffer for the packets the forwarder writes (one per slot, then protected).
+    var videoScratch: [UInt8] = []
 
     public init(key: RoomKey, settings: RoomSettings, logger: Logger, media: MediaEnvironment? = nil,
                 observer: RoomEventObserver? = nil) {

@@ -7,6 +7,7 @@ public indirect enum EventField: Sendable, Equatable, Encodable {
     case bool(Bool)
     case strings([String])
     case object([String: EventField])
+    case array([EventField])
     case null
 
     public func encode(to encoder: any Encoder) throws {
@@ -17,6 +18,7 @@ public indirect enum EventField: Sendable, Equatable, Encodable {
         case .bool(let value): try container.encode(value)
         case .strings(let value): try container.encode(value)
         case .object(let value): try container.encode(value)
+        case .array(let value): try container.encode(value)
         case .null: try container.encodeNil()
         }
     }

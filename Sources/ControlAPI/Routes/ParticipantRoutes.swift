@@ -35,6 +35,8 @@ struct ParticipantResponse: Encodable {
     var srtpProfile: String?
     var media: MediaCounters
     var audio: [String: Int]
+    var video: [String: Int]
+    var pinned: [String]
 
     init(_ snapshot: ParticipantSnapshot) {
         callId = snapshot.callId.rawValue
@@ -48,12 +50,29 @@ struct ParticipantResponse: Encodable {
         srtpProfile = snapshot.srtpProfile
         media = snapshot.counters
         audio = snapshot.audioStatistics
+        video = snapshot.videoStatistics
+        pinned = snapshot.pinned.map(\.rawValue)
     }
 }
 
 struct ParticipantPatch: Decodable {
     var audioMuted: Bool?
     var videoPaused: Bool?
+    /// Publishers (call IDs) to show first in this participant's video slots, in order.
+    var pinned: [String]?
+
+    static let maximumPinned = 25
+
+    /// The pinned call IDs, validated: 400 naming a malformed ID, 422 for too many.
+    func pinnedCalls() throws(APIError) -> [CallID]? {
+        guard let pinned else { return nil }
+        guard pinned.count <= Self.maximumPinned else {
+            throw APIError(.unprocessableContent, "tooManyPinned", "at most \(Self.maximumPinned) pinned publishers")
+        }
+        var calls: [CallID] = []
+        for raw in pinned { calls.append(try validated(raw, CallID.init(validating:))) }
+        return calls
+    }
 }
 
 extension ControlAPI {
@@ -79,7 +98,9 @@ extension ControlAPI {
             guard let patch = try await JSONBody.decode(ParticipantPatch.self, &request) else {
                 throw APIError.badRequest("missingBody", "this request needs a JSON body")
             }
-            guard let snapshot = await room.update(callId, audioMuted: patch.audioMuted, videoPaused: patch.videoPaused)
+            let pinned = try patch.pinnedCalls()
+            guard let snapshot = await room.update(
+                callId, audioMuted: patch.audioMuted, videoPaused: patch.videoPaused, pinned: pinned)
             else { throw APIError.participantNotFound }
             return JSONBody.response(ParticipantResponse(snapshot))
         }

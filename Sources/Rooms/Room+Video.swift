@@ -1,0 +1,166 @@
+import ChorusCore
+import RTCP
+import RTP
+import VideoForwarder
+
+extension Room {
+    /// A video RTP packet from `callId`'s camera (already decrypted): cached for NACKs, checked
+    /// for loss, and forwarded into every slot that shows this publisher; a keyframe completes
+    /// the slot switches waiting for it. RTX retransmissions (answers to our NACKs) are
+    /// unwrapped first and handled as the packet they repair.
+    func receiveVideo(_ bytes: [UInt8], header: RTPHeader, callId: CallID, now: MediaTime) {
+        guard let publisher = participants[callId]?.video.publisher else { return }
+        var packet = bytes
+        var header = header
+        if let rtxType = publisher.rtxPayloadType, header.payloadType.rawValue == rtxType {
+            guard let primary = publisher.ssrc, let original = Self.unwrapRTX(bytes, header: header, primary: primary,
+                                                                              payloadType: publisher.payloadType)
+            else { return }
+            (packet, header) = original
+        } else if header.payloadType.rawValue != publisher.payloadType {
+            return
+        }
+        if publisher.ssrc == nil { participants[callId]?.video.publisher?.ssrc = header.ssrc }
+        guard header.ssrc == participants[callId]?.video.publisher?.ssrc else { return }
+        participants[callId]?.video.statistics.packetsReceived &+= 1
+        participants[callId]?.video.statistics.bytesReceived &+= UInt64(bytes.count)
+        let wasShowable = publisher.isShowable
+        participants[callId]?.video.publisher?.lastPacketAt = now
+        participants[callId]?.video.publisher?.loss.received(header.sequenceNumber, now: now)
+        guard header.payloadRange.count > 0 else { return }  // padding-only probes are not video
+        participants[callId]?.video.publisher?.cache.insert(packet, sequenceNumber: header.sequenceNumber, arrival: now)
+        if participants[callId]?.videoPaused == true { return }
+        if publisher.inactive {
+            participants[callId]?.video.publisher?.inactive = false
+            emit("video.resumed", participantFields(callId))
+        }
+        if !wasShowable || publisher.inactive { reassignSlots(now: now) }
+        forward(packet, header: header, from: callId, codec: publisher.codec, clockRate: publisher.clockRate, now: now)
+    }
+
+    /// Writes one publisher packet into each slot that shows (or is switching to) it.
+    private func forward(
+        _ packet: [UInt8], header: RTPHeader, from callId: CallID, codec: VideoCodec, clockRate: UInt32, now: MediaTime
+    ) {
+        let payload = packet[header.payloadRange]
+        let vp8 = codec == .vp8 ? try? VP8PayloadDescriptor(parsing: payload) : nil
+        let keyframe = KeyframeDetector.isKeyframeStart(codec: codec, payload: payload, vp8: vp8)
+        if keyframe { participants[callId]?.video.publisher?.keyframes.keyframeReceived() }
+        for subscriber in joinOrder where subscriber != callId {
+            guard let slots = participants[subscriber]?.video.slots, participants[subscriber]?.state == .established
+            else { continue }
+            for index in slots.indices where slots[index].assigned == callId && slots[index].codec == codec {
+                if slots[index].pending == callId {
+                    guard keyframe else { continue }
+                    participants[subscriber]?.video.slots[index].rewriter.switchSource(
+                        to: header.ssrc, at: header, vp8: vp8, now: now, clockRate: clockRate)
+                    participants[subscriber]?.video.slots[index].publisher = callId
+                    participants[subscriber]?.video.slots[index].pending = nil
+                    participants[subscriber]?.video.statistics.slotSwitches &+= 1
+                }
+                guard let sequence = participants[subscriber]?.video.slots[index].rewriter.rewrite(
+                    packet, header: header, vp8: vp8, now: now, into: &videoScratch)
+                else { continue }
+                _ = sequence
+                sendVideo(videoScratch, to: subscriber, now: now)
+            }
+        }
+    }
+
+    func sendVideo(_ packet: [UInt8], to subscriber: CallID, now: MediaTime) {
+        guard let transport = participants[subscriber]?.transport, transport.sendRTP(packet, now: now) else { return }
+        participants[subscriber]?.video.statistics.packetsForwarded &+= 1
+        participants[subscriber]?.video.statistics.bytesForwarded &+= UInt64(packet.count)
+    }
+
+    /// Video feedback from a subscriber (about its slots): keyframe requests go to the
+    /// publishers, NACKs are answered from the publishers' caches, REMB is recorded.
+    func receiveVideoFeedback(_ packets: RTCPCompoundPacket, callId: CallID, now: MediaTime) {
+        for packet in packets {
+            switch packet {
+            case .pictureLossIndication(let pli):
+                keyframeRequested(forSlotSSRC: pli.mediaSSRC, by: callId, now: now)
+            case .fullIntraRequest(let fir):
+                for entry in fir.entries { keyframeRequested(forSlotSSRC: entry.ssrc, by: callId, now: now) }
+            case .genericNACK(let nack):
+                answerNACK(nack, from: callId, now: now)
+            case .receiverEstimatedMaximumBitrate(let remb):
+                recordEstimate(remb.bitrate, from: callId, now: now)
+            default:
+                continue
+            }
+        }
+    }
+
+    private func slotIndex(ofSSRC ssrc: SSRC, subscriber: CallID) -> Int? {
+        participants[subscriber]?.video.slots.firstIndex { $0.rewriter.ssrc == ssrc }
+    }
+
+    private func keyframeRequested(forSlotSSRC ssrc: SSRC, by subscriber: CallID, now: MediaTime) {
+        guard let index = slotIndex(ofSSRC: ssrc, subscriber: subscriber),
+              let publisher = participants[subscriber]?.video.slots[index].assigned
+        else { return }
+        participants[subscriber]?.video.statistics.keyframeRequestsReceived &+= 1
+        requestKeyframe(from: publisher, now: now)
+    }
+
+    /// Asks a publisher for a keyframe (PLI), at most once per throttle interval; a throttled
+    /// request is sent by the video tick.
+    func requestKeyframe(from publisher: CallID, now: MediaTime) {
+        guard participants[publisher]?.video.publisher?.keyframes.request(now: now) == true else { return }
+        sendPLI(to: publisher)
+    }
+
+    func sendPLI(to publisher: CallID) {
+        guard let participant = participants[publisher], let media = participant.video.publisher?.ssrc else { return }
+        let sender = participant.transport.configuration.rtcpSSRC
+        guard let compound = Self.feedbackCompound(sender: sender, { out throws(RTCPSerializationError) in
+            try PictureLossIndication(senderSSRC: sender, mediaSSRC: media).serialize(into: &out)
+        }) else { return }
+        if participant.transport.sendRTCP(compound) {
+            participants[publisher]?.video.statistics.keyframeRequestsSent &+= 1
+        }
+    }
+
+    /// Answers a subscriber's NACK from the publishers' caches, as RTX when the slot has it.
+    private func answerNACK(_ nack: GenericNACK, from subscriber: CallID, now: MediaTime) {
+        guard let index = slotIndex(ofSSRC: nack.mediaSSRC, subscriber: subscriber),
+              let slot = participants[subscriber]?.video.slots[index]
+        else { return }
+        for item in nack.items {
+            for sequence in item {
+                participants[subscriber]?.video.statistics.nacksReceived &+= 1
+                guard let (mapping, sourceSequence) = slot.rewriter.mapping(forSlotSequence: sequence),
+                      let publisher = participantID(publishingSSRC: mapping.source),
+                      let cached = participants[publisher]?.video.publisher?.cache.packet(sourceSequence, now: now),
+                      let header = try? RTPHeader(parsing: cached)
+                else { continue }
+                let payload = cached[header.payloadRange]
+                let vp8 = slot.codec == .vp8 ? try? VP8PayloadDescriptor(parsing: payload) : nil
+                slot.rewriter.rewriteAgain(cached, header: header, vp8: vp8, mapping: mapping, into: &videoScratch)
+                if let rtx = slot.rtx {
+                    Self.wrapRTX(&videoScratch, ssrc: rtx.ssrc, payloadType: rtx.payloadType,
+                                 sequenceNumber: participants[subscriber]?.video.slots[index].rtxSequence ?? 0)
+                    participants[subscriber]?.video.slots[index].rtxSequence &+= 1
+                }
+                guard participants[subscriber]?.transport.sendRTP(videoScratch, now: now) == true else { continue }
+                participants[subscriber]?.video.statistics.nacksAnswered &+= 1
+                participants[subscriber]?.video.statistics.retransmissions &+= 1
+            }
+        }
+    }
+
+    private func participantID(publishingSSRC ssrc: SSRC) -> CallID? {
+        joinOrder.first { participants[$0]?.video.publisher?.ssrc == ssrc }
+    }
+
+    /// A subscriber's REMB covers everything it receives: each slot it fills gets an equal share,
+    /// recorded against the slot's publisher.
+    private func recordEstimate(_ bitrate: UInt64, from subscriber: CallID, now: MediaTime) {
+        guard let slots = participants[subscriber]?.video.slots else { return }
+        let shown = slots.compactMap(\.publisher)
+        guard !shown.isEmpty else { return }
+        let share = bitrate / UInt64(shown.count)
+        for publisher in shown { participants[publisher]?.video.publisher?.estimates[subscriber] = (share, now) }
+    }
+}

@@ -1,0 +1,183 @@
+import ChorusCore
+import RTCP
+import RTP
+import VideoForwarder
+
+extension Room {
+    /// A publisher that sends nothing for this long is reported paused (reason `inactive`).
+    static let videoInactivityNanoseconds: UInt64 = 2_000_000_000
+    /// Bounds of the bandwidth passed to publishers: what a subscriber asks, within reason.
+    static let estimateBounds: ClosedRange<UInt64> = 100_000...4_000_000
+
+    /// Recomputes every subscriber's slots (a publisher came, went, paused or resumed; a pin
+    /// list or the dominant speaker changed). A slot whose publisher changes keeps forwarding
+    /// the old one until the new one's keyframe, which is requested now; the subscriber is told
+    /// with a `video.slots` event.
+    func reassignSlots(now: MediaTime) {
+        let publishers = joinOrder.filter { id in
+            guard let participant = participants[id], participant.state == .established, !participant.videoPaused
+            else { return false }
+            return participant.video.publisher?.isShowable ?? false
+        }
+        for subscriber in joinOrder {
+            guard let video = participants[subscriber]?.video, !video.slots.isEmpty,
+                  participants[subscriber]?.state == .established
+            else { continue }
+            let codecs = Set(video.slots.map(\.codec))
+            let candidates = publishers.filter { participants[$0]?.video.publisher.map { codecs.contains($0.codec) } ?? false }
+            let wanted = SlotAssignment.assign(
+                slots: video.slots.count, subscriber: subscriber, publishers: candidates, pinned: video.pinned,
+                recentSpeakers: recentSpeakers, current: video.slots.map(\.assigned))
+            var changed = false
+            for (index, target) in wanted.enumerated() where video.slots[index].assigned != target {
+                changed = true
+                assign(target, toSlot: index, of: subscriber, now: now)
+            }
+            if changed { emitSlots(of: subscriber) }
+        }
+    }
+
+    private func assign(_ publisher: CallID?, toSlot index: Int, of subscriber: CallID, now: MediaTime) {
+        guard let publisher else {
+            participants[subscriber]?.video.slots[index].publisher = nil
+            participants[subscriber]?.video.slots[index].pending = nil
+            participants[subscriber]?.video.slots[index].rewriter.clearSource()
+            return
+        }
+        if participants[subscriber]?.video.slots[index].publisher == publisher {
+            participants[subscriber]?.video.slots[index].pending = nil  // back to the one it shows
+            return
+        }
+        participants[subscriber]?.video.slots[index].pending = publisher
+        requestKeyframe(from: publisher, now: now)
+    }
+
+    /// `video.slots`: the subscriber's whole slot list, one entry per slot in m-line order.
+    func emitSlots(of subscriber: CallID) {
+        guard let slots = participants[subscriber]?.video.slots else { return }
+        var fields = participantFields(subscriber)
+        fields["slots"] = .array(slots.enumerated().map { index, slot in
+            var entry: [String: EventField] = ["slot": .int(index), "mid": .string(slot.mid)]
+            if let publisher = slot.assigned {
+                entry["publisherCallId"] = .string(publisher.rawValue)
+                if let user = participants[publisher]?.userId { entry["publisherUserId"] = .string(user.rawValue) }
+            } else {
+                entry["publisherCallId"] = .null
+            }
+            return .object(entry)
+        })
+        emit("video.slots", fields)
+    }
+
+    /// The dominant speaker changed: it moves to the front of the recent-speakers list that
+    /// ranks publishers for slots.
+    func noteDominantSpeaker(_ callId: CallID, now: MediaTime) {
+        recentSpeakers.removeAll { $0 == callId }
+        recentSpeakers.insert(callId, at: 0)
+        if recentSpeakers.count > 32 { recentSpeakers.removeLast() }
+        reassignSlots(now: now)
+    }
+
+    /// Sets a subscriber's pinned publishers (unknown IDs are kept: they may join later).
+    func setPinned(_ pinned: [CallID], for subscriber: CallID, now: MediaTime) {
+        var unique: [CallID] = []
+        for id in pinned where id != subscriber && !unique.contains(id) { unique.append(id) }
+        participants[subscriber]?.video.pinned = unique
+        reassignSlots(now: now)
+    }
+
+    /// Per tick: throttled keyframe requests, NACKs for packets lost on the way in, the
+    /// inactivity check, and the bandwidth estimates passed on to publishers (once a second).
+    func videoTick(now: MediaTime) {
+        var slotsChanged = false
+        for callId in joinOrder {
+            guard let publisher = participants[callId]?.video.publisher else { continue }
+            if participants[callId]?.video.publisher?.keyframes.poll(now: now) == true { sendPLI(to: callId) }
+            let lost = participants[callId]?.video.publisher?.loss.due(now: now) ?? []
+            if !lost.isEmpty { sendNACK(lost, to: callId) }
+            if !publisher.inactive, let last = publisher.lastPacketAt,
+               now.nanoseconds(since: last) >= Self.videoInactivityNanoseconds {
+                participants[callId]?.video.publisher?.inactive = true
+                var fields = participantFields(callId)
+                fields["reason"] = .string("inactive")
+                if participants[callId]?.videoPaused == false { emit("video.paused", fields) }
+                slotsChanged = true
+            }
+            passEstimate(to: callId, now: now)
+        }
+        if slotsChanged { reassignSlots(now: now) }
+    }
+
+    private func sendNACK(_ lost: [UInt16], to publisher: CallID) {
+        guard let participant = participants[publisher], let media = participant.video.publisher?.ssrc else { return }
+        let sender = participant.transport.configuration.rtcpSSRC
+        guard let compound = Self.feedbackCompound(sender: sender, { out throws(RTCPSerializationError) in
+            try GenericNACK(senderSSRC: sender, mediaSSRC: media, lostSequenceNumbers: lost).serialize(into: &out)
+        }) else { return }
+        if participant.transport.sendRTCP(compound) {
+            participants[publisher]?.video.statistics.nacksSent &+= UInt64(lost.count)
+        }
+    }
+
+    /// Once a second: the lowest fresh estimate of the publisher's subscribers, bounded, as a
+    /// REMB, so the publisher's encoder fits the weakest subscriber.
+    private func passEstimate(to publisher: CallID, now: MediaTime) {
+        guard let state = participants[publisher]?.video.publisher, let media = state.ssrc else { return }
+        if let last = state.lastEstimateSentAt, now.nanoseconds(since: last) < 1_000_000_000 { return }
+        let fresh = state.estimates.values.filter { now.nanoseconds(since: $0.at) < 5_000_000_000 }.map(\.bitrate)
+        guard let lowest = fresh.min(), let participant = participants[publisher] else { return }
+        participants[publisher]?.video.publisher?.lastEstimateSentAt = now
+        let bitrate = min(max(lowest, Self.estimateBounds.lowerBound), Self.estimateBounds.upperBound)
+        let sender = participant.transport.configuration.rtcpSSRC
+        guard let compound = Self.feedbackCompound(sender: sender, { out throws(RTCPSerializationError) in
+            try ReceiverEstimatedMaximumBitrate(senderSSRC: sender, bitrate: bitrate, ssrcs: RTCPItemList([media]))
+                .serialize(into: &out)
+        }) else { return }
+        participant.transport.sendRTCP(compound)
+    }
+
+    /// A feedback message behind an empty receiver report: a compound packet any receiver
+    /// accepts, reduced-size or not (RFC 3550 §6.1, RFC 5506).
+    static func feedbackCompound(
+        sender: SSRC, _ body: (inout [UInt8]) throws(RTCPSerializationError) -> Void
+    ) -> [UInt8]? {
+        var out: [UInt8] = []
+        do {
+            try ReceiverReport(ssrc: sender, reportBlocks: RTCPItemList([])).serialize(into: &out)
+            try body(&out)
+        } catch {
+            return nil
+        }
+        return out
+    }
+
+    /// RFC 4588 §4: the RTX payload is the original sequence number then the original payload;
+    /// the header takes the RTX stream's SSRC, payload type and sequence number.
+    static func wrapRTX(_ packet: inout [UInt8], ssrc: SSRC, payloadType: PayloadType, sequenceNumber: UInt16) {
+        guard let header = try? RTPHeader(parsing: packet) else { return }
+        let original = header.sequenceNumber
+        RTPHeaderRewriter.setSSRC(ssrc, in: &packet)
+        RTPHeaderRewriter.setPayloadType(payloadType, in: &packet)
+        RTPHeaderRewriter.setSequenceNumber(sequenceNumber, in: &packet)
+        packet.insert(contentsOf: [UInt8(truncatingIfNeeded: original >> 8), UInt8(truncatingIfNeeded: original)],
+                      at: header.payloadRange.lowerBound)
+    }
+
+    /// The packet an RTX retransmission repairs: the original sequence number from the first
+    /// two payload bytes, the primary SSRC and payload type; nil when malformed.
+    static func unwrapRTX(_ packet: [UInt8], header: RTPHeader, primary: SSRC, payloadType: UInt8)
+        -> (packet: [UInt8], header: RTPHeader)?
+    {
+        let payload = header.payloadRange
+        guard payload.count > 2, let type = PayloadType(payloadType) else { return nil }
+        let original = UInt16(packet[payload.lowerBound]) << 8 | UInt16(packet[payload.lowerBound + 1])
+        var rebuilt = Array(packet[0..<payload.lowerBound])
+        rebuilt[0] &= 0xDF  // the padding, if any, is not copied
+        rebuilt.append(contentsOf: packet[(payload.lowerBound + 2)..<payload.upperBound])
+        RTPHeaderRewriter.setSSRC(primary, in: &rebuilt)
+        RTPHeaderRewriter.setPayloadType(type, in: &rebuilt)
+        RTPHeaderRewriter.setSequenceNumber(original, in: &rebuilt)
+        guard let header = try? RTPHeader(parsing: rebuilt) else { return nil }
+        return (rebuilt, header)
+    }
+}

@@ -1,0 +1,199 @@
+import ChorusCore
+import RTP
+
+/// How one publisher's packets map into a slot's stream: the offsets added to its sequence
+/// numbers, timestamps and VP8 picture ID, TL0PICIDX and KEYIDX. Fixed from the switch (the
+/// publisher's keyframe) until the next switch, so a retransmission rewrites a cached packet
+/// exactly as the original was rewritten.
+public struct SlotMapping: Sendable, Equatable {
+    /// The publisher's camera SSRC (also the CSRC of every packet it contributes, RFC 3550 mixer).
+    public let source: SSRC
+    let sequenceDelta: UInt16
+    let timestampDelta: UInt32
+    let pictureIDDelta: UInt16
+    let tl0Delta: UInt8
+    let keyIndexDelta: UInt8
+
+    /// Writes `packet` (an unprotected RTP packet of `source`, parsed as `header`, with its VP8
+    /// descriptor when VP8) as a packet of the slot's stream into `out`: a fresh header (no
+    /// header extensions, whose IDs are the publisher's; CSRC = the publisher; no padding),
+    /// then the payload with the VP8 fields rewritten. Returns the slot sequence number.
+    @discardableResult
+    func write(
+        _ packet: [UInt8], header: RTPHeader, vp8: VP8PayloadDescriptor?, ssrc: SSRC, payloadType: PayloadType,
+        into out: inout [UInt8]
+    ) -> UInt16 {
+        let sequence = header.sequenceNumber &+ sequenceDelta
+        out.removeAll(keepingCapacity: true)
+        out.append(0x81)  // V=2, no padding, no extension, one CSRC
+        out.append((header.marker ? 0x80 : 0) | payloadType.rawValue)
+        out.append(UInt8(truncatingIfNeeded: sequence >> 8))
+        out.append(UInt8(truncatingIfNeeded: sequence))
+        Self.append32(header.timestamp &+ timestampDelta, to: &out)
+        Self.append32(ssrc.rawValue, to: &out)
+        Self.append32(source.rawValue, to: &out)
+        let payloadOffset = out.count
+        let range = header.payloadRange
+        guard range.lowerBound >= 0, range.upperBound <= packet.count, range.lowerBound <= range.upperBound else {
+            return sequence
+        }
+        out.append(contentsOf: packet[range])
+        if let vp8 {
+            if let pictureID = vp8.pictureID {
+                vp8.rewritePictureID(pictureID &+ pictureIDDelta, in: &out, payloadOffset: payloadOffset)
+            }
+            if let tl0 = vp8.tl0PictureIndex {
+                vp8.rewriteTL0PictureIndex(tl0 &+ tl0Delta, in: &out, payloadOffset: payloadOffset)
+            }
+            if let keyIndex = vp8.keyIndex {
+                vp8.rewriteKeyIndex((keyIndex &+ keyIndexDelta) & 0x1F, in: &out, payloadOffset: payloadOffset)
+            }
+        }
+        return sequence
+    }
+
+    static func append32(_ value: UInt32, to out: inout [UInt8]) {
+        out.append(UInt8(truncatingIfNeeded: value >> 24))
+        out.append(UInt8(truncatingIfNeeded: value >> 16))
+        out.append(UInt8(truncatingIfNeeded: value >> 8))
+        out.append(UInt8(truncatingIfNeeded: value))
+    }
+}
+
+/// One video slot's outgoing stream toward one subscriber: a stable SSRC whose sequence
+/// numbers, timestamps and VP8 picture IDs stay continuous while the publisher behind it
+/// changes. Sans-IO: the room calls `switchSource` on the new publisher's keyframe, `rewrite`
+/// for each of the current publisher's packets, and `mapping(forSlotSequence:)` to answer a
+/// subscriber's NACK.
+///
+/// On a switch the offsets are chosen so that the new publisher's keyframe follows the last
+/// packet written: sequence number +1, picture ID +1, TL0PICIDX +1, KEYIDX +1, and the
+/// timestamp advanced by the wall-clock time since the last packet (at least 1 tick), as
+/// mediasoup and Jitsi do; the receiver sees one stream with a keyframe where the picture
+/// changed. Packets of the previous publisher, and the new one's packets older than its
+/// keyframe, are not forwarded.
+public struct SlotStreamRewriter: Sendable {
+    public let ssrc: SSRC
+    /// The payload type the subscriber negotiated for the codec (publishers' may differ).
+    public var payloadType: PayloadType
+    /// The mapping of the publisher forwarded now; nil before the first switch.
+    public private(set) var mapping: SlotMapping?
+    /// Extended sequence number of the current publisher's keyframe: older packets are dropped.
+    private var firstSourceSequence: UInt64 = 0
+    private var sourceSequences = SequenceNumberUnwrapper()
+    /// The newest values written: where the next publisher's stream continues from.
+    private var lastSequence: UInt16
+    private var lastTimestamp: UInt32
+    private var lastPictureID: UInt16?
+    private var lastTL0: UInt8?
+    private var lastKeyIndex: UInt8?
+    private var lastWrittenAt: MediaTime?
+    /// Which mapping produced each recent slot sequence number, for NACKs (about 1 s of video).
+    private var history: [HistoryEntry]
+    private static let historyMask = 1_023
+
+    struct HistoryEntry: Sendable {
+        var slotSequence: UInt16
+        var sourceSequence: UInt16
+        var mapping: SlotMapping?
+    }
+
+    public init(ssrc: SSRC, payloadType: PayloadType, initialSequenceNumber: UInt16, initialTimestamp: UInt32) {
+        self.ssrc = ssrc
+        self.payloadType = payloadType
+        lastSequence = initialSequenceNumber &- 1
+        lastTimestamp = initialTimestamp
+        history = Array(repeating: HistoryEntry(slotSequence: 0, sourceSequence: 0, mapping: nil),
+                        count: Self.historyMask + 1)
+    }
+
+    /// The publisher whose packets this slot forwards now.
+    public var source: SSRC? { mapping?.source }
+
+    /// Starts forwarding `source` from `header`'s packet, which should start a keyframe.
+    /// `clockRate` converts the time since the last packet into timestamp ticks.
+    public mutating func switchSource(
+        to source: SSRC, at header: RTPHeader, vp8: VP8PayloadDescriptor?, now: MediaTime, clockRate: UInt32 = 90_000
+    ) {
+        let elapsed = lastWrittenAt.map { now.nanoseconds(since: $0) } ?? 0
+        let ticks = UInt32(truncatingIfNeeded: min(elapsed, 10_000_000_000) * UInt64(clockRate) / 1_000_000_000)
+        let timestamp = lastTimestamp &+ max(1, ticks)
+        let pictureDelta: UInt16 = switch (lastPictureID, vp8?.pictureID) {
+        case let (last?, first?): ((last &+ 1) &- first) & 0x7FFF
+        default: 0
+        }
+        let tl0Delta: UInt8 = switch (lastTL0, vp8?.tl0PictureIndex) {
+        case let (last?, first?): (last &+ 1) &- first
+        default: 0
+        }
+        let keyDelta: UInt8 = switch (lastKeyIndex, vp8?.keyIndex) {
+        case let (last?, first?): ((last &+ 1) &- first) & 0x1F
+        default: 0
+        }
+        mapping = SlotMapping(
+            source: source, sequenceDelta: (lastSequence &+ 1) &- header.sequenceNumber,
+            timestampDelta: timestamp &- header.timestamp, pictureIDDelta: pictureDelta, tl0Delta: tl0Delta,
+            keyIndexDelta: keyDelta)
+        sourceSequences = SequenceNumberUnwrapper()
+        firstSourceSequence = sourceSequences.unwrap(header.sequenceNumber)
+    }
+
+    /// Stops forwarding (the slot is empty); the stream continues from its last values when a
+    /// publisher is switched in again.
+    public mutating func clearSource() {
+        mapping = nil
+    }
+
+    /// Writes the current publisher's packet into `out` as a packet of this slot; returns its
+    /// slot sequence number, or nil (nothing written) for a packet of another publisher or one
+    /// older than the switch.
+    public mutating func rewrite(
+        _ packet: [UInt8], header: RTPHeader, vp8: VP8PayloadDescriptor?, now: MediaTime, into out: inout [UInt8]
+    ) -> UInt16? {
+        guard let mapping, mapping.source == header.ssrc else { return nil }
+        let extended = sourceSequences.unwrap(header.sequenceNumber)
+        guard extended >= firstSourceSequence else { return nil }
+        let sequence = mapping.write(packet, header: header, vp8: vp8, ssrc: ssrc, payloadType: payloadType, into: &out)
+        remember(sequence, source: header.sequenceNumber, mapping: mapping)
+        if Int16(bitPattern: sequence &- lastSequence) > 0 { lastSequence = sequence }
+        let timestamp = header.timestamp &+ mapping.timestampDelta
+        if Int32(bitPattern: timestamp &- lastTimestamp) > 0 { lastTimestamp = timestamp }
+        if let pictureID = vp8?.pictureID {
+            let written = (pictureID &+ mapping.pictureIDDelta) & 0x7FFF
+            if lastPictureID.map({ Self.isNewerPictureID(written, than: $0) }) ?? true { lastPictureID = written }
+        }
+        if let tl0 = vp8?.tl0PictureIndex {
+            let written = tl0 &+ mapping.tl0Delta
+            if lastTL0.map({ Int8(bitPattern: written &- $0) > 0 }) ?? true { lastTL0 = written }
+        }
+        if let keyIndex = vp8?.keyIndex { lastKeyIndex = (keyIndex &+ mapping.keyIndexDelta) & 0x1F }
+        lastWrittenAt = now
+        return sequence
+    }
+
+    /// The publisher packet and mapping behind a slot sequence number the subscriber NACKs,
+    /// while it is in the history (the last 1024 packets).
+    public func mapping(forSlotSequence sequence: UInt16) -> (mapping: SlotMapping, sourceSequence: UInt16)? {
+        let entry = history[Int(sequence) & Self.historyMask]
+        guard entry.slotSequence == sequence, let mapping = entry.mapping else { return nil }
+        return (mapping, entry.sourceSequence)
+    }
+
+    /// Rewrites a cached packet for a retransmission exactly as it was first sent.
+    public func rewriteAgain(
+        _ packet: [UInt8], header: RTPHeader, vp8: VP8PayloadDescriptor?, mapping: SlotMapping, into out: inout [UInt8]
+    ) {
+        mapping.write(packet, header: header, vp8: vp8, ssrc: ssrc, payloadType: payloadType, into: &out)
+    }
+
+    private mutating func remember(_ sequence: UInt16, source: UInt16, mapping: SlotMapping) {
+        history[Int(sequence) & Self.historyMask] = HistoryEntry(
+            slotSequence: sequence, sourceSequence: source, mapping: mapping)
+    }
+
+    /// Picture IDs are 15-bit: newer when less than half the space ahead.
+    static func isNewerPictureID(_ value: UInt16, than other: UInt16) -> Bool {
+        let distance = (value &- other) & 0x7FFF
+        return distance != 0 && distance < 0x4000
+    }
+}
