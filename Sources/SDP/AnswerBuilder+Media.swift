@@ -15,7 +15,7 @@ extension AnswerBuilder {
     func audioSection(_ audio: AudioSection, proto: String, isBundleTag: Bool) -> MediaDescription {
         let pt = audio.opusPayloadType
         let sends = audio.answerDirection.sends
-        var attributes = transportAttributes(isBundleTag: isBundleTag)
+        var attributes = transportAttributes(inMediaSection: true)
         attributes += commonAttributes(mid: audio.mid, extensions: audio.extensions,
                                        extmapAllowMixed: audio.extmapAllowMixed, direction: audio.answerDirection,
                                        stream: sends ? local.audioStream : nil, rtcpReducedSize: audio.rtcpReducedSize)
@@ -34,7 +34,7 @@ extension AnswerBuilder {
     {
         let codec = video.codec
         let sending = video.answerDirection.sends ? stream : nil
-        var attributes = transportAttributes(isBundleTag: isBundleTag)
+        var attributes = transportAttributes(inMediaSection: true)
         attributes += commonAttributes(mid: video.mid, extensions: video.extensions,
                                        extmapAllowMixed: video.extmapAllowMixed, direction: video.answerDirection,
                                        stream: sending, rtcpReducedSize: video.rtcpReducedSize)

@@ -8,8 +8,10 @@ import ChorusCore
 /// Transport layout: every accepted section is in one `a=group:BUNDLE` (offer order) and carries
 /// the same port and `c=` address, since bundled sections share one 5-tuple; each repeats the
 /// ICE credentials, fingerprint and setup (as browsers' own answers do, and every stack accepts),
-/// and the session level carries them too, for stacks that check rejected sections; the host
-/// candidate and `a=end-of-candidates` appear once, in the BUNDLE-tag section. Rejected sections
+/// and the session level carries them too, for stacks that check rejected sections. The host
+/// candidate and `a=end-of-candidates` are repeated in every accepted section too: aiortc
+/// takes the remote candidates of a bundled transport from the last section it reads, and
+/// browsers ignore the copies (as Janus and mediasoup answer). Rejected sections
 /// get port 0, the offer's first format and their mid, and stay out of BUNDLE.
 ///
 /// Driven once per join: `AnswerBuilder(analysis:local:).build()` returns the description, and
@@ -43,7 +45,7 @@ public struct AnswerBuilder: Sendable {
         // The transport attributes are also written at session level, where every section
         // inherits them: aiortc refuses an answer in which any m= section, rejected ones
         // included, lacks ICE credentials or a DTLS role, and RFC 8866 lets media level override.
-        var attributes: [Attribute] = [.iceLite] + transportAttributes(isBundleTag: false)
+        var attributes: [Attribute] = [.iceLite] + transportAttributes(inMediaSection: false)
         attributes.append(.group(Group(semantics: Group.bundle, identificationTags: analysis.bundleMids)))
         if analysis.sessionExtmapAllowMixed { attributes.append(.extmapAllowMixed) }
         attributes.append(.other(name: "msid-semantic", value: "WMS *"))
@@ -96,10 +98,10 @@ public struct AnswerBuilder: Sendable {
                   address: local.candidateAddress, port: local.candidatePort, type: "host")
     }
 
-    /// Candidate (tag section only), ICE credentials, fingerprint and DTLS role.
-    func transportAttributes(isBundleTag: Bool) -> [Attribute] {
-        var attributes: [Attribute] = []
-        if isBundleTag { attributes += [.candidate(hostCandidate), .endOfCandidates] }
+    /// ICE credentials, fingerprint and DTLS role, and in a media section (every accepted one)
+    /// the candidate.
+    func transportAttributes(inMediaSection: Bool) -> [Attribute] {
+        var attributes: [Attribute] = inMediaSection ? [.candidate(hostCandidate), .endOfCandidates] : []
         attributes += [.iceUfrag(local.iceUfrag), .icePwd(local.icePwd), .fingerprint(local.fingerprint),
                        .setup(analysis.localSetup)]
         return attributes
