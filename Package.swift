@@ -136,6 +136,7 @@ let package = Package(
             name: "FuzzEntryPoints",
             dependencies: [
                 "ChorusCore", "STUN", "ICELite", "RTP", "RTCP", "SDP", "SRTP", "DTLS", "PeerTransport", "MediaSocket",
+                "VideoForwarder",
             ],
             swiftSettings: strict
         ),
@@ -211,7 +212,7 @@ if ProcessInfo.processInfo.environment["CHORUS_BENCHMARKS"] != nil {
     package.targets.append(
         .executableTarget(
             name: "MediaPath",
-            dependencies: ["AudioMixer", "ChorusCore", "RTP", "RTCP", "SRTP", "STUN",
+            dependencies: ["AudioMixer", "ChorusCore", "RTP", "RTCP", "SRTP", "STUN", "VideoForwarder",
                            .product(name: "Benchmark", package: "benchmark")],
             path: "Benchmarks/MediaPath",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]))

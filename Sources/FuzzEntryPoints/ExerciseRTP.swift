@@ -1,5 +1,6 @@
 import ChorusCore
 import RTP
+import VideoForwarder
 
 /// RTP as the media path reads it after SRTP unprotect: the header (on an array, and on a slice
 /// that does not start at index 0, as a slice of a larger receive buffer does), the packet's
@@ -25,6 +26,7 @@ func exerciseRTPPacket(_ bytes: ArraySlice<UInt8>) {
     }
     let header = packet.header
     fuzzRequire(headerOnly == header, "RTPHeader and RTPPacket disagree")
+    exerciseForwarder(packet)
     checkLayout(header, count: bytes.count)
     consume((header.marker, header.payloadType.description, header.sequenceNumber, header.timestamp,
              header.ssrc.description, header.hasPadding, header.hasExtension, header.headerLength))
@@ -190,4 +192,35 @@ func exerciseReserialization(header: RTPHeader, packet: RTPPacket, elements: [RT
     let reread = again.headerExtensions.map { ($0.id, Array($0.data)) }
     fuzzRequire(reread.map(\.0) == elements.map(\.id) && reread.map(\.1) == elements.map { Array($0.data) },
                 "re-serialized header extension elements differ")
+}
+
+/// The forwarder's view of a peer's video packet: keyframe detection for both codecs, then a
+/// slot switch and rewrite (a fresh header, the VP8 fields rewritten) and a NACK-time rewrite
+/// of the same packet, which must produce the same bytes.
+func exerciseForwarder(_ packet: RTPPacket) {
+    let header = packet.header
+    let bytes = Array(packet.bytes)
+    let payload = bytes[header.payloadRange]
+    let vp8 = try? VP8PayloadDescriptor(parsing: payload)
+    consume(KeyframeDetector.isKeyframeStart(codec: .vp8, payload: payload, vp8: vp8))
+    consume(KeyframeDetector.isKeyframeStart(codec: .h264, payload: payload, vp8: nil))
+    var slot = SlotStreamRewriter(ssrc: SSRC(7), payloadType: PayloadType(96)!, initialSequenceNumber: 65_535,
+                                  initialTimestamp: 1)
+    slot.switchSource(to: header.ssrc, at: header, vp8: vp8, now: .seconds(1))
+    var out: [UInt8] = []
+    guard let sequence = slot.rewrite(bytes, header: header, vp8: vp8, now: .seconds(1), into: &out) else {
+        fuzzRequire(false, "the keyframe a slot switched on was not forwarded")
+        return
+    }
+    fuzzRequire(out.count == 16 + header.payloadRange.count, "a forwarded packet is not header + CSRC + payload")
+    let written = try? RTPHeader(parsing: out)
+    fuzzRequire(written?.sequenceNumber == sequence && written?.csrcCount == 1, "the forwarded header does not parse back")
+    guard let (mapping, source) = slot.mapping(forSlotSequence: sequence) else {
+        fuzzRequire(false, "a forwarded packet is missing from the NACK history")
+        return
+    }
+    fuzzRequire(source == header.sequenceNumber, "the NACK history maps to another packet")
+    var again: [UInt8] = []
+    slot.rewriteAgain(bytes, header: header, vp8: vp8, mapping: mapping, into: &again)
+    fuzzRequire(again == out, "a retransmission differs from the original")
 }

@@ -4,13 +4,17 @@ import ChorusCore
 /// (one codec, its RTX, the feedback Chorus implements), each echoing the offer's header
 /// extension IDs with mirrored directions and announcing the streams the server sends.
 extension AnswerBuilder {
-    /// RTCP feedback the server acts on for video: NACK (RFC 4585), PLI, FIR (RFC 5104),
-    /// REMB and transport-wide congestion control.
+    /// RTCP feedback the server acts on for video: NACK (RFC 4585), PLI, FIR (RFC 5104) and
+    /// REMB. Not transport-cc: the server sends no transport-wide feedback, and a browser that
+    /// negotiated it would run its send-side estimator on feedback that never comes, instead of
+    /// following the REMB the server passes on from the subscribers.
     public static let videoFeedback: [RTCPFeedback] = [
-        .nack, .pictureLossIndication, .fullIntraRequest, .receiverEstimatedMaximumBitrate, .transportCC,
+        .nack, .pictureLossIndication, .fullIntraRequest, .receiverEstimatedMaximumBitrate,
     ]
-    /// RTCP feedback for audio: transport-wide congestion control only.
-    public static let audioFeedback: [RTCPFeedback] = [.transportCC]
+    /// RTCP feedback for audio: none (the mix is sent at a fixed bitrate; loss comes from RRs).
+    public static let audioFeedback: [RTCPFeedback] = []
+    /// Header extensions parsed from offers but not answered (see `videoFeedback`).
+    static let unansweredExtensions: Set<String> = [ExtensionMap.URI.transportWideCC]
 
     func audioSection(_ audio: AudioSection, proto: String, isBundleTag: Bool) -> MediaDescription {
         let pt = audio.opusPayloadType
@@ -64,7 +68,7 @@ extension AnswerBuilder {
     private func commonAttributes(mid: String, extensions: HeaderExtensions, extmapAllowMixed: Bool,
                                   direction: Direction, stream: OutgoingStream?, rtcpReducedSize: Bool) -> [Attribute] {
         var attributes: [Attribute] = [.mid(mid)]
-        for map in extensions.maps {
+        for map in extensions.maps where !Self.unansweredExtensions.contains(map.uri) {
             // RFC 8285 §6: the answer keeps the ID and mirrors a declared direction.
             attributes.append(.extensionMap(ExtensionMap(id: map.id, direction: map.direction?.reversed, uri: map.uri)))
         }
