@@ -5,6 +5,7 @@ import RTCP
 import RTP
 import SRTP
 import STUN
+import VideoForwarder
 
 /// Per-packet and per-tick costs of the media path: parsers, SRTP, the audio mixer's tick
 /// (decode-free: frames are given; the distinct mixes are Opus-encoded as the room does), and
@@ -96,6 +97,59 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
     roomTickBenchmarks()
+    forwardBenchmarks()
+}
+
+/// The video forward path for one publisher packet (1,100 bytes of VP8) and 10 subscribers:
+/// SRTP unprotect once, parse the header and the VP8 descriptor, then per subscriber the slot
+/// rewrite (fresh header, CSRC, picture ID/TL0PICIDX/KEYIDX) and its own SRTP protect.
+func forwardBenchmarks() {
+    for profile in SRTPProtectionProfile.allCases {
+        let key = [UInt8](repeating: 9, count: profile.keyLength + profile.saltLength)
+        let keys = SRTPKeyingMaterial(profile: profile, local: key, remote: key)
+        guard let publisherSide = try? LibSRTPTransform(keys), let server = try? LibSRTPTransform(keys) else { continue }
+        let subscribers = (0..<10).compactMap { _ in try? LibSRTPTransform(keys) }
+        let counter = SequenceBox()
+        Benchmark("Video forward, 1 packet to 10 subscribers \(profile.openSSLName)",
+                  configuration: .init(metrics: [.wallClock, .mallocCountTotal], scalingFactor: .kilo)) { benchmark in
+            var slots = (0..<10).map { index in
+                SlotStreamRewriter(ssrc: SSRC(UInt32(100 + index)), payloadType: PayloadType(96)!,
+                                   initialSequenceNumber: 1, initialTimestamp: 1)
+            }
+            // VP8 descriptor: X, S, PID 0; I with a 15-bit picture ID; L; T/K; then a keyframe header.
+            let vp8: [UInt8] = [0x90, 0xE0, 0x80, 0x01, 0x05, 0x20, 0x10, 0x02, 0x00, 0x9D, 0x01, 0x2A]
+            let body = [UInt8](repeating: 0x42, count: 1_100 - 12 - vp8.count)
+            var out: [UInt8] = []
+            var sequence = counter.value
+            defer { counter.value = sequence }
+            // Switch at the sample's first sequence number (the counter carries on across samples).
+            let start = sequence &+ 1
+            for (index, _) in slots.enumerated() {
+                let first = [0x80, 0x60, UInt8(start >> 8), UInt8(start & 0xFF), 0, 0, 0, 1, 0, 0, 0, 5] + vp8 + body
+                if let header = try? RTPHeader(parsing: first) {
+                    slots[index].switchSource(to: SSRC(5), at: header, vp8: try? VP8PayloadDescriptor(parsing: first[12...]),
+                                              now: .seconds(1))
+                }
+            }
+            benchmark.startMeasurement()
+            for _ in benchmark.scaledIterations {
+                sequence &+= 1
+                var packet: [UInt8] = [0x80, 0x60, UInt8(sequence >> 8), UInt8(sequence & 0xFF), 0, 0, 0, 1, 0, 0, 0, 5]
+                    + vp8 + body
+                // The publisher's own protect is inside the measurement too (one more protect).
+                try? publisherSide.protectRTP(&packet)
+                try? server.unprotectRTP(&packet)
+                guard let header = try? RTPHeader(parsing: packet) else { continue }
+                let descriptor = try? VP8PayloadDescriptor(parsing: packet[header.payloadRange])
+                for index in slots.indices {
+                    _ = slots[index].rewrite(packet, header: header, vp8: descriptor, now: .seconds(2), into: &out)
+                    var protected = out
+                    try? subscribers[index].protectRTP(&protected)
+                    blackHole(protected)
+                }
+            }
+        }
+    }
 }
 
 /// The room's whole audio tick for 500 participants: jitter buffer + Opus decode per

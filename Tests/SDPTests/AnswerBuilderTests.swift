@@ -150,8 +150,7 @@ import Testing
             "1 urn:ietf:params:rtp-hdrext:ssrc-audio-level",
             "2/sendonly urn:ietf:params:rtp-hdrext:csrc-audio-level",
             "3 urn:ietf:params:rtp-hdrext:sdes:mid",
-            "7 http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01",
-        ])
+        ])  // offered transport-wide-cc (7) is not answered
         #expect(answer.media.dropFirst().allSatisfy { $0.port == 40000 && !$0.isBundleOnly })
         #expect(answer.media[1].direction == .sendrecv)
         #expect(answer.media[2].direction == .sendonly)
