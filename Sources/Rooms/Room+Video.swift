@@ -46,24 +46,26 @@ extension Room {
         let vp8 = codec == .vp8 ? try? VP8PayloadDescriptor(parsing: payload) : nil
         let keyframe = KeyframeDetector.isKeyframeStart(codec: codec, payload: payload, vp8: vp8)
         if keyframe { participants[callId]?.video.publisher?.keyframes.keyframeReceived() }
-        for subscriber in joinOrder where subscriber != callId {
-            guard let slots = participants[subscriber]?.video.slots, participants[subscriber]?.state == .established
+        for (subscriber, index) in slotViewers[callId] ?? [] {
+            // Only small fields are read: a copy of the slot would keep its rewriter's history
+            // shared, and the rewrite below would then copy it.
+            guard participants[subscriber]?.state == .established,
+                  participants[subscriber]?.video.slots.indices.contains(index) == true,
+                  participants[subscriber]?.video.slots[index].codec == codec
             else { continue }
-            for index in slots.indices where slots[index].assigned == callId && slots[index].codec == codec {
-                if slots[index].pending == callId {
-                    guard keyframe else { continue }
-                    participants[subscriber]?.video.slots[index].rewriter.switchSource(
-                        to: header.ssrc, at: header, vp8: vp8, now: now, clockRate: clockRate)
-                    participants[subscriber]?.video.slots[index].publisher = callId
-                    participants[subscriber]?.video.slots[index].pending = nil
-                    participants[subscriber]?.video.statistics.slotSwitches &+= 1
-                }
-                guard let sequence = participants[subscriber]?.video.slots[index].rewriter.rewrite(
-                    packet, header: header, vp8: vp8, now: now, into: &videoScratch)
-                else { continue }
-                _ = sequence
-                sendVideo(videoScratch, to: subscriber, now: now)
+            if participants[subscriber]?.video.slots[index].pending == callId {
+                guard keyframe else { continue }
+                participants[subscriber]?.video.slots[index].rewriter.switchSource(
+                    to: header.ssrc, at: header, vp8: vp8, now: now, clockRate: clockRate)
+                participants[subscriber]?.video.slots[index].publisher = callId
+                participants[subscriber]?.video.slots[index].pending = nil
+                participants[subscriber]?.video.statistics.slotSwitches &+= 1
             }
+            guard participants[subscriber]?.video.slots[index].publisher == callId,
+                  participants[subscriber]?.video.slots[index].rewriter.rewrite(
+                      packet, header: header, vp8: vp8, now: now, into: &videoScratch) != nil
+            else { continue }
+            sendVideo(videoScratch, to: subscriber, now: now)
         }
     }
 

@@ -35,6 +35,21 @@ extension Room {
             }
             if changed { emitSlots(of: subscriber) }
         }
+        indexViewers()
+    }
+
+    /// Rebuilds `slotViewers` from every subscriber's slots.
+    private func indexViewers() {
+        slotViewers.removeAll(keepingCapacity: true)
+        for subscriber in joinOrder {
+            guard let slots = participants[subscriber]?.video.slots else { continue }
+            for (index, slot) in slots.enumerated() {
+                if let publisher = slot.publisher { slotViewers[publisher, default: []].append((subscriber, index)) }
+                if let pending = slot.pending, pending != slot.publisher {
+                    slotViewers[pending, default: []].append((subscriber, index))
+                }
+            }
+        }
     }
 
     private func assign(_ publisher: CallID?, toSlot index: Int, of subscriber: CallID, now: MediaTime) {

@@ -39,6 +39,9 @@ public actor Room {
     var recentSpeakers: [CallID] = []
     /// Reused buffer for the packets the forwarder writes (one per slot, then protected).
     var videoScratch: [UInt8] = []
+    /// For each publisher, the (subscriber, slot index) pairs showing it or switching to it:
+    /// rebuilt when slots are reassigned, so a packet visits only its own viewers.
+    var slotViewers: [CallID: [(subscriber: CallID, slot: Int)]] = [:]
 
     public init(key: RoomKey, settings: RoomSettings, logger: Logger, media: MediaEnvironment? = nil,
                 observer: RoomEventObserver? = nil) {

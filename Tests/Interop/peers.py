@@ -1,4 +1,8 @@
-"""aiortc peers for interop tests: a real WebRTC stack written elsewhere, on loopback only."""
+"""aiortc peers for interop tests: a real WebRTC stack written elsewhere, on loopback only.
+
+A `Peer` records what it decodes: audio as samples, video as the mean colour of each frame per
+receiving m-line (mid), so a test can tell whose solid-colour camera arrives in which video slot.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ from typing import Any
 import aioice.ice
 import numpy
 import requests
-from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
+from aiortc import RTCBundlePolicy, RTCConfiguration, RTCPeerConnection, RTCSessionDescription
 from aiortc.mediastreams import AudioStreamTrack, VideoStreamTrack
 from av import AudioFrame, VideoFrame
 
@@ -66,12 +70,61 @@ class ColorTrack(VideoStreamTrack):
         return frame
 
 
+def mean_colour(frame: VideoFrame) -> tuple[float, float, float]:
+    """Mean RGB of the middle half of a decoded frame. The centre only: VP8's 4:2:0 chroma and the
+    YUV round trip smear colour at the edges, while a solid picture's centre stays within a few
+    steps of what was sent."""
+    image = frame.to_ndarray(format="rgb24")
+    height, width = image.shape[:2]
+    centre = image[height // 4:height - height // 4, width // 4:width - width // 4]
+    red, green, blue = centre.reshape(-1, 3).mean(axis=0)
+    return (float(red), float(green), float(blue))
+
+
+def nearest_colour(rgb: tuple[float, float, float], palette: dict[str, tuple[int, int, int]],
+                   tolerance: float = 60.0) -> str | None:
+    """The name of the palette colour closest to `rgb`, or None when none is within `tolerance`
+    (Euclidean distance in RGB; a decoded solid colour lands within ~10 of the original)."""
+    best, distance = None, tolerance
+    for name, colour in palette.items():
+        d = math.dist(rgb, colour)
+        if d <= distance:
+            best, distance = name, d
+    return best
+
+
+def candidates_on_every_media(sdp: str) -> str:
+    """The SDP with the first media section's ICE candidates copied into every media section that
+    has none. A BUNDLE answer may carry its candidates on the first m-line only, but aiortc (with
+    max-bundle) takes the shared transport's candidates from the LAST m-line it parses, so without
+    this it would have none and ICE would never complete."""
+    lines = sdp.splitlines()
+    sections: list[list[str]] = [[]]
+    for line in lines:
+        if line.startswith("m="):
+            sections.append([])
+        sections[-1].append(line)
+    media = sections[1:]
+    source = next((m for m in media if any(l.startswith("a=candidate:") for l in m)), None)
+    if source is None:
+        return sdp
+    copied = [l for l in source if l.startswith("a=candidate:") or l == "a=end-of-candidates"]
+    for section in media:
+        if not any(l.startswith("a=candidate:") for l in section):
+            section.extend(copied)
+    return "\r\n".join(line for section in sections for line in section) + "\r\n"
+
+
 class Peer:
     """One aiortc participant: audio (tone) + camera + `slots` receive-only video m-lines."""
 
     def __init__(self, frequency: float = 440.0, rgb=(255, 0, 0), video: bool = True, slots: int = 2,
                  amplitude: float = 8000):
-        self.pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
+        # max-bundle: every transceiver shares one transport from the start. With aiortc's default
+        # (balanced) the 2nd and later video transceivers ride the first video one's transport, which
+        # setRemoteDescription discards when it applies BUNDLE, so only one video m-line would ever
+        # send or receive (aiortc 1.16; the server bundles everything on its one UDP port anyway).
+        self.pc = RTCPeerConnection(RTCConfiguration(iceServers=[], bundlePolicy=RTCBundlePolicy.MAX_BUNDLE))
         self.pc.addTrack(ToneTrack(frequency, amplitude))
         if video:
             self.pc.addTransceiver(ColorTrack(rgb), direction="sendonly")
@@ -80,40 +133,68 @@ class Peer:
         self.received: dict[str, int] = {}
         # Decoded audio as it arrives: (arrival time, mono float samples at 48 kHz).
         self.audio: list[tuple[float, numpy.ndarray]] = []
+        # Decoded video per receiving mid: (arrival time, mean RGB of the frame's centre).
+        self.video: dict[str, list[tuple[float, tuple[float, float, float]]]] = {}
         self.errors: list[str] = []
 
         @self.pc.on("track")
         def on_track(track):
             asyncio.ensure_future(self._drain(track))
 
+    def _mid_of(self, track) -> str | None:
+        for transceiver in self.pc.getTransceivers():
+            if transceiver.receiver.track is track:
+                return transceiver.mid
+        return None
+
     async def _drain(self, track) -> None:
+        # The "track" event fires during setRemoteDescription, after the transceiver got its mid.
+        mid = self._mid_of(track) if track.kind == "video" else None
+        if track.kind == "video":
+            self.video.setdefault(mid or "?", [])
         while True:
             try:
                 frame = await track.recv()
-            except Exception:
+            except Exception:  # MediaStreamError: the track ended (the peer connection closed)
                 return
             self.received[track.kind] = self.received.get(track.kind, 0) + 1
-            if track.kind == "audio":
-                try:
+            try:
+                if track.kind == "audio":
                     pcm = frame.to_ndarray().astype(numpy.float64).reshape(-1)
                     channels = len(frame.layout.channels)
                     if channels > 1:
                         pcm = pcm.reshape(-1, channels).mean(axis=1)
-                except Exception as error:  # keep draining: a lost task would look like silence
-                    self.errors.append(repr(error))
-                    continue
-                self.audio.append((time.monotonic(), pcm))
+                    self.audio.append((time.monotonic(), pcm))
+                else:
+                    self.video[mid or "?"].append((time.monotonic(), mean_colour(frame)))
+            except Exception as error:  # keep draining: a lost task would look like silence
+                self.errors.append(repr(error))
 
     def audio_between(self, start: float, end: float) -> numpy.ndarray:
         """The decoded audio received between two monotonic times, concatenated."""
         parts = [pcm for at, pcm in self.audio if start <= at < end]
         return numpy.concatenate(parts) if parts else numpy.zeros(0)
 
+    def slot_mids(self) -> list[str]:
+        """The mids of the receive-only video m-lines (the video slots), in offer order."""
+        return [t.mid for t in self.pc.getTransceivers()
+                if t.kind == "video" and t.direction == "recvonly" and t.mid is not None]
+
+    def colours_between(self, mid: str, start: float = float("-inf"),
+                        end: float = float("inf")) -> list[tuple[float, float, float]]:
+        """Mean colours of the frames decoded on `mid` between two monotonic times."""
+        return [rgb for at, rgb in self.video.get(mid, []) if start <= at < end]
+
+    def frames_on(self, mid: str, start: float = float("-inf"), end: float = float("inf")) -> int:
+        """How many frames were decoded on `mid` between two monotonic times."""
+        return sum(1 for at, _ in self.video.get(mid, []) if start <= at < end)
+
     async def offer(self) -> str:
         await self.pc.setLocalDescription(await self.pc.createOffer())
         return self.pc.localDescription.sdp
 
     async def answer(self, sdp: str) -> None:
+        sdp = candidates_on_every_media(sdp)
         await self.pc.setRemoteDescription(RTCSessionDescription(sdp=sdp, type="answer"))
 
     async def close(self) -> None:

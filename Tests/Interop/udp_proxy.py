@@ -1,5 +1,6 @@
 """A userspace UDP relay that drops a seeded fraction of one direction's RTP (this kernel has no
-netem). Loopback only: it listens on 127.0.0.1 and relays to a 127.0.0.1 server port."""
+netem): the client's uplink toward the server or the server's downlink toward the client.
+Loopback only: it listens on 127.0.0.1 and relays to a 127.0.0.1 server port."""
 
 from __future__ import annotations
 
@@ -21,12 +22,19 @@ class _Side(asyncio.DatagramProtocol):
 
 
 class LossyRelay:
-    """Client ⇄ relay ⇄ server. `loss` applies to RTP (first byte 128–191, not RTCP) from the
-    client to the server; STUN, DTLS and RTCP pass untouched so the call sets up normally."""
+    """Client ⇄ relay ⇄ server. `loss` applies to RTP (first byte 128–191, not RTCP) in one
+    direction: `"to_server"` (the default: what the client sends, e.g. a lossy uplink) or
+    `"to_client"` (what the server sends the client, e.g. a subscriber's lossy downlink). STUN,
+    DTLS and RTCP pass untouched either way so the call sets up normally and feedback (NACK, PLI)
+    gets through. `dropped`/`relayed` count the RTP of the lossy direction only."""
 
-    def __init__(self, server_port: int, loss: float, seed: int = 7):
+    DIRECTIONS = ("to_server", "to_client")
+
+    def __init__(self, server_port: int, loss: float, seed: int = 7, direction: str = "to_server"):
+        assert direction in self.DIRECTIONS, f"direction must be one of {self.DIRECTIONS}"
         self.server = ("127.0.0.1", server_port)
         self.loss = loss
+        self.direction = direction
         self.rng = random.Random(seed)
         self.client_addr = None
         self.dropped = 0
@@ -42,17 +50,28 @@ class LossyRelay:
             lambda: _Side(self._from_server), remote_addr=self.server)
         return self.front.get_extra_info("sockname")[1]
 
+    def _passes(self, data: bytes, direction: str) -> bool:
+        """False when this datagram is RTP of the lossy direction and the dice say drop."""
+        if direction != self.direction:
+            return True
+        # RTP/SRTP: version 2 (first byte 128–191); RTCP shares that byte but has a payload type
+        # of 192–223 in the second (RFC 5761), STUN starts with 0–3 and DTLS with 20–63.
+        if not (len(data) > 1 and 128 <= data[0] <= 191 and not 192 <= data[1] <= 223):
+            return True
+        if self.rng.random() < self.loss:
+            self.dropped += 1
+            return False
+        self.relayed += 1
+        return True
+
     def _from_client(self, data: bytes, addr) -> None:
         self.client_addr = addr
-        is_rtp = len(data) > 1 and 128 <= data[0] <= 191 and not 192 <= data[1] <= 223
-        if is_rtp and self.rng.random() < self.loss:
-            self.dropped += 1
-            return
-        self.relayed += 1
-        self.back.sendto(data)
+        if self._passes(data, "to_server"):
+            self.back.sendto(data)
 
     def _from_server(self, data: bytes, addr) -> None:
-        if self.client_addr is not None:
+        # The server (ICE-lite) only answers, so the client has always spoken first.
+        if self.client_addr is not None and self._passes(data, "to_client"):
             self.front.sendto(data, self.client_addr)
 
     def close(self) -> None:
