@@ -57,10 +57,12 @@ public final class CallRecorder: Service, Sendable {
                 }
             case "participant.ended":
                 let cause: String? = if case .string(let value)? = event.fields["endCause"] { value } else { nil }
-                // The transport's counters at the top level, the audio receive figures under "audio".
+                // The transport's counters at the top level, the audio receive figures under
+                // "audio", the forwarder's counters under "video".
                 var merged: [String: EventField] = [:]
                 if case .object(let media)? = event.fields["media"] { merged = media }
                 if let audio = event.fields["audio"] { merged["audio"] = audio }
+                if let video = event.fields["video"] { merged["video"] = video }
                 let stats = Self.json(.object(merged))
                 try await database.modifyCall(callId: callId) { call in
                     call.state = "ended"
