@@ -34,7 +34,7 @@ public enum KeyframeDetector {
             while index + 2 < payload.endIndex {
                 let size = Int(payload[index]) << 8 | Int(payload[index + 1])
                 let nal = index + 2
-                guard size > 0, nal < payload.endIndex else { return false }
+                guard size > 0, nal + size <= payload.endIndex else { return false }
                 if payload[nal] & 0x1F == 5 || payload[nal] & 0x1F == 7 { return true }
                 index = nal + size
             }

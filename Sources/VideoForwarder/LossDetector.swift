@@ -46,8 +46,8 @@ public struct LossDetector: Sendable {
             }
             highest = extended
         } else if let index = missing.firstIndex(where: { $0.sequence == extended }) {
+            if missing[index].attempts > 0 { recovered += 1 }
             missing.remove(at: index)
-            recovered += 1
         }
     }
 

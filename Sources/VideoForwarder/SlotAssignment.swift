@@ -27,7 +27,7 @@ public enum SlotAssignment {
         var placed = Set<ID>()
         // Pinned publishers in the first slots, in pin order.
         var next = 0
-        for id in pinned where eligible.contains(id) && ranked.contains(id) && next < slots {
+        for id in pinned where eligible.contains(id) && ranked.contains(id) && !placed.contains(id) && next < slots {
             result[next] = id
             placed.insert(id)
             next += 1

@@ -160,13 +160,21 @@ public struct SlotStreamRewriter: Sendable {
         if Int32(bitPattern: timestamp &- lastTimestamp) > 0 { lastTimestamp = timestamp }
         if let pictureID = vp8?.pictureID {
             let written = (pictureID &+ mapping.pictureIDDelta) & 0x7FFF
-            if lastPictureID.map({ Self.isNewerPictureID(written, than: $0) }) ?? true { lastPictureID = written }
+            if vp8?.hasLongPictureID == false, let last = lastPictureID {
+                let step = (written &- last) & 0x7F  // a 7-bit field: compare in its own space
+                if step != 0, step < 0x40 { lastPictureID = (last &+ step) & 0x7FFF }
+            } else if lastPictureID.map({ Self.isNewerPictureID(written, than: $0) }) ?? true {
+                lastPictureID = written
+            }
         }
         if let tl0 = vp8?.tl0PictureIndex {
             let written = tl0 &+ mapping.tl0Delta
             if lastTL0.map({ Int8(bitPattern: written &- $0) > 0 }) ?? true { lastTL0 = written }
         }
-        if let keyIndex = vp8?.keyIndex { lastKeyIndex = (keyIndex &+ mapping.keyIndexDelta) & 0x1F }
+        if let keyIndex = vp8?.keyIndex {
+            let written = (keyIndex &+ mapping.keyIndexDelta) & 0x1F
+            if lastKeyIndex.map({ (written &- $0) & 0x1F < 16 }) ?? true { lastKeyIndex = written }
+        }
         lastWrittenAt = now
         return sequence
     }
