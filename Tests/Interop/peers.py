@@ -93,30 +93,9 @@ def nearest_colour(rgb: tuple[float, float, float], palette: dict[str, tuple[int
     return best
 
 
-def candidates_on_every_media(sdp: str) -> str:
-    """The SDP with the first media section's ICE candidates copied into every media section that
-    has none. A BUNDLE answer may carry its candidates on the first m-line only, but aiortc (with
-    max-bundle) takes the shared transport's candidates from the LAST m-line it parses, so without
-    this it would have none and ICE would never complete."""
-    lines = sdp.splitlines()
-    sections: list[list[str]] = [[]]
-    for line in lines:
-        if line.startswith("m="):
-            sections.append([])
-        sections[-1].append(line)
-    media = sections[1:]
-    source = next((m for m in media if any(l.startswith("a=candidate:") for l in m)), None)
-    if source is None:
-        return sdp
-    copied = [l for l in source if l.startswith("a=candidate:") or l == "a=end-of-candidates"]
-    for section in media:
-        if not any(l.startswith("a=candidate:") for l in section):
-            section.extend(copied)
-    return "\r\n".join(line for section in sections for line in section) + "\r\n"
-
-
 class Peer:
-    """One aiortc participant: audio (tone) + camera + `slots` receive-only video m-lines."""
+    """One aiortc participant: audio (tone) + camera + `slots` receive-only video m-lines (the
+    server's video slots). Records what it decodes: `audio`, and `video` per receiving mid."""
 
     def __init__(self, frequency: float = 440.0, rgb=(255, 0, 0), video: bool = True, slots: int = 2,
                  amplitude: float = 8000):
@@ -194,7 +173,6 @@ class Peer:
         return self.pc.localDescription.sdp
 
     async def answer(self, sdp: str) -> None:
-        sdp = candidates_on_every_media(sdp)
         await self.pc.setRemoteDescription(RTCSessionDescription(sdp=sdp, type="answer"))
 
     async def close(self) -> None:
