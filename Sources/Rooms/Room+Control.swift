@@ -21,7 +21,7 @@ extension Room {
     public func update(_ callId: CallID, audioMuted: Bool?, videoPaused: Bool?, pinned: [CallID]? = nil)
         -> ParticipantSnapshot?
     {
-        guard var participant = participants[callId] else { return nil }
+        guard let participant = participants[callId] else { return nil }
         var slotsChanged = false
         let base: [String: EventField] = [
             "callId": .string(callId.rawValue), "userId": .string(participant.userId.rawValue),

@@ -19,7 +19,7 @@ extension Room {
     /// until ICE and DTLS complete.
     public func join(_ request: JoinRequest) throws(JoinError) -> JoinAnswer {
         guard !isClosed else { throw .roomClosed }
-        guard let media else { throw .internalFailure("this room has no media environment") }
+        guard let media, let sink else { throw .internalFailure("this room has no media environment") }
         guard participants[request.callId] == nil else { throw .duplicateCall }
         guard participants.count < settings.maxParticipants else { throw .roomFull }
         let analysis: OfferAnalysis
@@ -32,7 +32,7 @@ extension Room {
         let plan = try MediaPlan(analysis: analysis, media: media, callId: request.callId)
         let transport: PeerTransport
         do {
-            transport = try PeerTransport(configuration: plan.transport, dtlsContext: media.dtls, sink: media.sink,
+            transport = try PeerTransport(configuration: plan.transport, dtlsContext: media.dtls, sink: sink,
                                           now: .now())
         } catch {
             throw .internalFailure("DTLS setup: \(error)")

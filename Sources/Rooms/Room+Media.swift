@@ -13,9 +13,13 @@ extension Room {
 
     /// One datagram for `callId`, on the room's queue (see `ParticipantConnection`).
     func handleDatagram(_ datagram: [UInt8], from source: TransportAddress, at now: MediaTime, callId: CallID) {
-        guard let participant = participants[callId] else { return }
+        // Only the transport reference: copying the whole participant per packet cost a retain
+        // and release of each of its fields (measured at 1,000 participants).
+        guard let transport = participants[callId]?.transport else { return }
         lastPacketTime = now
-        switch participant.transport.receive(datagram, from: source, now: now) {
+        sink?.begin()  // a video packet fans out to its viewers in one batch
+        defer { sink?.flush() }
+        switch transport.receive(datagram, from: source, now: now) {
         case .success(let event?):
             handle(event, for: callId)
         case .success(nil):
@@ -26,7 +30,27 @@ extension Room {
     }
 
     func handle(_ event: TransportEvent, for callId: CallID) {
-        guard var participant = participants[callId] else { return }
+        // Media first, without copying the participant (the per-packet path).
+        switch event {
+        case .rtp(let packet):
+            // Audio goes to the mixer; the camera's video to the forwarder.
+            guard let audioType = participants[callId]?.audio.payloadType, let rtp = try? RTPPacket(parsing: packet)
+            else { return }
+            if rtp.header.payloadType.rawValue == audioType {
+                receiveAudio(rtp, callId: callId, now: lastPacketTime)
+            } else {
+                receiveVideo(packet, header: rtp.header, callId: callId, now: lastPacketTime)
+            }
+            return
+        case .rtcp(let compound):
+            guard let packets = try? RTCPCompoundPacket(parsing: compound) else { return }
+            receiveAudioFeedback(packets, callId: callId)
+            receiveVideoFeedback(packets, callId: callId, now: lastPacketTime)
+            return
+        default:
+            break
+        }
+        guard let participant = participants[callId] else { return }
         switch event {
         case .addressValidated(let address), .nominated(let address):
             if participant.boundAddresses.insert(address).inserted {
@@ -52,18 +76,8 @@ extension Room {
             end(callId, cause: .hungUp)
         case .consentExpired:
             end(callId, cause: .timeout)
-        case .rtp(let packet):
-            // Audio goes to the mixer; the camera's video to the forwarder.
-            guard let rtp = try? RTPPacket(parsing: packet) else { return }
-            if rtp.header.payloadType.rawValue == participant.audio.payloadType {
-                receiveAudio(rtp, callId: callId, now: lastPacketTime)
-            } else {
-                receiveVideo(packet, header: rtp.header, callId: callId, now: lastPacketTime)
-            }
-        case .rtcp(let compound):
-            guard let packets = try? RTCPCompoundPacket(parsing: compound) else { return }
-            receiveAudioFeedback(packets, callId: callId)
-            receiveVideoFeedback(packets, callId: callId, now: lastPacketTime)
+        case .rtp, .rtcp:
+            break  // handled above
         }
     }
 
@@ -108,6 +122,8 @@ extension Room {
     /// firings) is caught up, at most 5 ticks at once; beyond that the grid restarts, because
     /// old audio is no use to anyone.
     func runTicks(now: MediaTime) {
+        sink?.begin()
+        defer { sink?.flush() }
         let period = UInt64(Self.tickMilliseconds) * 1_000_000
         var due = nextTickAt ?? now
         var ran = 0
@@ -123,8 +139,9 @@ extension Room {
 
     /// Polls the transports whose deadline has passed (a scan per tick, never per packet).
     func pollTransports(now: MediaTime) {
-        for (callId, participant) in participants where participant.transport.nextDeadline <= now {
-            if let event = participant.transport.poll(now: now) { handle(event, for: callId) }
+        for callId in joinOrder {
+            guard let transport = participants[callId]?.transport, transport.nextDeadline <= now else { continue }
+            if let event = transport.poll(now: now) { handle(event, for: callId) }
         }
     }
 }

@@ -42,6 +42,9 @@ public actor Room {
     /// For each publisher, the (subscriber, slot index) pairs showing it or switching to it:
     /// rebuilt when slots are reassigned, so a packet visits only its own viewers.
     var slotViewers: [CallID: [(subscriber: CallID, slot: Int)]] = [:]
+    /// The room's way out to the media socket: what a tick (or one forwarded packet) sends
+    /// leaves as one batch.
+    let sink: BatchingSink?
 
     public init(key: RoomKey, settings: RoomSettings, logger: Logger, media: MediaEnvironment? = nil,
                 observer: RoomEventObserver? = nil) {
@@ -52,6 +55,7 @@ public actor Room {
         logger[metadataKey: "room"] = "\(key.room)"
         self.logger = logger
         self.media = media
+        self.sink = media.map { BatchingSink(target: $0.sink) }
         self.observer = observer
         self.mixer = RoomAudioMixer(configuration: AudioMixerConfiguration(mixedSpeakers: settings.mixedSpeakers))
     }
