@@ -80,6 +80,18 @@ let package = Package(
         // cache for NACKs, keyframe requests, slot choice. Sans-IO, owned by the room.
         .target(name: "VideoForwarder", dependencies: ["ChorusCore", "RTP"], swiftSettings: strict),
 
+        // `chorus load`: simulated participants over real connections (an edge target: sockets,
+        // HTTP, its own event loop), reusing the protocol engines in client role.
+        .target(
+            name: "LoadGenerator",
+            dependencies: [
+                "ChorusCore", "Auth", "ICELite", "STUN", "DTLS", "SRTP", "AudioMixer",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
+
         // Room actors on their own serial queues, and the registry that owns them.
         .target(
             name: "Rooms",
@@ -145,6 +157,7 @@ let package = Package(
         .executableTarget(
             name: "chorus",
             dependencies: [
+                "LoadGenerator",
                 "ChorusCore", "Auth", "Rooms", "Storage", "ControlAPI", "MediaSocket", "DTLS",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -171,6 +184,7 @@ let package = Package(
         .testTarget(name: "AudioMixerCodecTests", dependencies: ["AudioMixer", "ChorusCore", "COpus"]),
         .testTarget(name: "AudioMixerTests", dependencies: ["AudioMixer", "ChorusCore", "RTP"]),
         .testTarget(name: "VideoForwarderTests", dependencies: ["VideoForwarder", "ChorusCore", "RTP"]),
+        .testTarget(name: "LoadGeneratorTests", dependencies: ["LoadGenerator"]),
         .testTarget(name: "SDPTests", dependencies: ["SDP", "ChorusCore"], resources: [.copy("Fixtures")]),
         .testTarget(name: "RTPTests", dependencies: ["RTP", "ChorusCore"]),
         .testTarget(name: "RTCPTests", dependencies: ["RTCP", "ChorusCore"]),

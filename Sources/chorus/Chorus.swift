@@ -1,12 +1,13 @@
 import ArgumentParser
 
-/// The `chorus` command: `serve` runs the server, `apps` manages applications.
+/// The `chorus` command: `serve` runs the server, `apps` manages applications, `load` drives a
+/// server with simulated participants.
 @main
 struct Chorus: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "chorus",
         abstract: "Conference-room server: mixed audio and forwarded video, one UDP port.",
-        subcommands: [Serve.self, Apps.self],
+        subcommands: [Serve.self, Apps.self, Load.self],
         defaultSubcommand: Serve.self)
 }
 

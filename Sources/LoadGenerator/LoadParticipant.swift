@@ -1,0 +1,259 @@
+import AudioMixer
+import ChorusCore
+import DTLS
+import ICELite
+import SRTP
+import STUN
+
+/// When the room's burst talker started each tone burst: what probe listeners time their
+/// onsets against. Shared by the participants of one room, on the generator's event loop.
+final class RoomTimeline: @unchecked Sendable {
+    private(set) var burstStarts: [MediaTime] = []
+
+    func burstSent(at time: MediaTime) {
+        burstStarts.append(time)
+        if burstStarts.count > 64 { burstStarts.removeFirst(burstStarts.count - 64) }
+    }
+
+    /// The latest burst start at or before `time`, within a second.
+    func burst(before time: MediaTime) -> MediaTime? {
+        burstStarts.last { $0 <= time && time.nanoseconds(since: $0) < 1_000_000_000 }
+    }
+}
+
+/// One simulated participant: the client side of ICE (checks with USE-CANDIDATE, consent
+/// refreshes), DTLS (client role) and SRTP, sending its pre-encoded Opus every 20 ms and
+/// receiving the room's mix. Probe listeners also decode the mix to time the burst onsets.
+///
+/// Confined to the generator's single event loop (hence `@unchecked Sendable`): the runner
+/// calls `start` with the answer, `tick` every 20 ms and `receive` for each datagram; the
+/// datagrams it emits go through `send`.
+final class LoadParticipant: @unchecked Sendable {
+    enum Phase: Equatable { case joining, checking, handshaking, established, failed(String) }
+
+    let room: Int
+    let userId: String
+    let audio: LoadAudio
+    let timeline: RoomTimeline
+    let isBurstTalker: Bool
+    /// Whether someone else in the room talks, so this participant must receive audio (the
+    /// only talker of a room hears a silent mix, which the server does not send).
+    var expectsAudio = true
+    let localICE = ICECredentials.random()
+    let audioSSRC = UInt32.random(in: 1...UInt32.max)
+    var send: ([UInt8]) -> Void = { _ in }
+    private(set) var phase = Phase.joining
+    var joinStartedAt = MediaTime.now()
+    private(set) var establishedAt: MediaTime?
+
+    private let dtlsContext: DTLSContext
+    private var ice: ICEClientRole?
+    private var pendingCheck: TransactionID?
+    private var nextCheckAt = MediaTime(nanoseconds: 0)
+    private var dtls: DTLSEndpoint?
+    private var srtp: LibSRTPTransform?
+    private var frameIndex = 0
+    /// When the next 20 ms frame is due: each participant keeps its own phase, as real
+    /// clients do, and a late loop is caught up by at most three frames.
+    private var nextFrameAt: MediaTime?
+    private var sequenceNumber = UInt16.random(in: 0...UInt16.max)
+    private var timestamp = UInt32.random(in: 0...UInt32.max)
+    private(set) var streams: [UInt32: ReceivedStream] = [:]
+    private var probe: OpusDecoder?
+    private var pcm = [Int16](repeating: 0, count: 5_760)
+    private var quietFrames = 100
+    /// Mouth-to-ear latencies measured by this probe, milliseconds, and when.
+    private(set) var latencies: [(at: MediaTime, ms: Double)] = []
+    private(set) var errors: [String] = []
+
+    init(room: Int, userId: String, audio: LoadAudio, timeline: RoomTimeline, isBurstTalker: Bool, isProbe: Bool,
+         dtlsContext: DTLSContext) {
+        self.room = room
+        self.userId = userId
+        self.audio = audio
+        self.timeline = timeline
+        self.isBurstTalker = isBurstTalker
+        self.dtlsContext = dtlsContext
+        probe = isProbe ? try? OpusDecoder() : nil
+    }
+
+    func offer(port: Int) -> String {
+        LoadSDP.offer(ice: localICE, fingerprint: dtlsContext.certificate.sdpFingerprint, port: port,
+                      audioSSRC: audioSSRC)
+    }
+
+    /// The answer arrived: start ICE toward its candidate.
+    func start(_ answer: LoadSDP.Answer, now: MediaTime) {
+        ice = ICEClientRole(local: localICE, remote: answer.ice, tieBreaker: UInt64.random(in: 0...UInt64.max))
+        do {
+            dtls = try DTLSEndpoint(context: dtlsContext, role: answer.serverIsPassive ? .client : .server,
+                                    remoteFingerprints: [answer.fingerprint])
+        } catch {
+            phase = .failed("DTLS setup: \(error)")
+            return
+        }
+        phase = .checking
+        nextCheckAt = now
+        tick(now: now)
+    }
+
+    func fail(_ reason: String) {
+        phase = .failed(reason)
+        errors.append(reason)
+    }
+
+    /// Every 20 ms: connectivity checks until answered (then consent refreshes every 5 s),
+    /// DTLS retransmissions, and one audio frame once established.
+    func tick(now: MediaTime) {
+        switch phase {
+        case .joining, .failed:
+            return
+        case .checking, .handshaking, .established:
+            break
+        }
+        if now >= nextCheckAt, let ice {
+            let id = TransactionID.random()
+            pendingCheck = id
+            send(ice.bindingRequest(transactionID: id, useCandidate: true))
+            nextCheckAt = now.adding(milliseconds: phase == .established ? 5_000 : 100)
+        }
+        if phase == .handshaking, let dtls {
+            handle(dtls.handleTimeout(now: now), now: now)
+        }
+        guard phase == .established else { return }
+        var next = nextFrameAt ?? now.adding(nanoseconds: UInt64.random(in: 0..<20_000_000))
+        var sent = 0
+        while next <= now, sent < 3 {
+            sendAudio(now: now)
+            next = next.adding(milliseconds: 20)
+            sent += 1
+        }
+        nextFrameAt = next <= now ? now.adding(milliseconds: 20) : next
+    }
+
+    /// Reception totals, and those of the last interval (for the per-second samples).
+    func takeInterval() -> (received: Int, expected: Int) {
+        var total = (received: 0, expected: 0)
+        for key in streams.keys {
+            if let interval = streams[key]?.interval() {
+                total.received += interval.received
+                total.expected += interval.expected
+            }
+        }
+        return total
+    }
+
+    private func sendAudio(now: MediaTime) {
+        guard let srtp else { return }
+        let index = frameIndex % audio.frames.count
+        if isBurstTalker, audio.burstStarts.contains(index) { timeline.burstSent(at: now) }
+        var packet: [UInt8] = [0x90, (frameIndex == 0 ? 0x80 : 0) | LoadSDP.opusPayloadType,
+                               UInt8(sequenceNumber >> 8), UInt8(sequenceNumber & 0xFF)]
+        Self.append32(timestamp, to: &packet)
+        Self.append32(audioSSRC, to: &packet)
+        // RFC 8285 one-byte header extension: the RFC 6464 level (V bit clear, as aiortc).
+        packet += [0xBE, 0xDE, 0x00, 0x01, LoadSDP.audioLevelExtensionID << 4, audio.levels[index], 0, 0]
+        packet += audio.frames[index]
+        do {
+            try srtp.protectRTP(&packet)
+            send(packet)
+        } catch {
+            errors.append("SRTP protect: \(error)")
+        }
+        frameIndex += 1
+        sequenceNumber &+= 1
+        timestamp &+= 960
+    }
+
+    /// One datagram from the server (RFC 7983 demultiplexing by the first byte).
+    func receive(_ datagram: [UInt8], now: MediaTime) {
+        guard let first = datagram.first else { return }
+        switch first {
+        case 0...3: receiveSTUN(datagram, now: now)
+        case 20...63: if let dtls { handle(dtls.handle(datagram, now: now), now: now) }
+        case 128...191: receiveSRTP(datagram, now: now)
+        default: break
+        }
+    }
+
+    private func receiveSTUN(_ datagram: [UInt8], now: MediaTime) {
+        guard let ice, let id = pendingCheck else { return }
+        guard case .success = ice.validateResponse(datagram, transactionID: id) else { return }
+        pendingCheck = nil
+        guard phase == .checking else { return }
+        nextCheckAt = now.adding(milliseconds: 5_000)
+        phase = .handshaking
+        if let dtls { handle(dtls.start(now: now), now: now) }
+    }
+
+    private func handle(_ output: DTLSOutput, now: MediaTime) {
+        for datagram in output.datagrams { send(datagram) }
+        switch output.event {
+        case .connected(let keys)?:
+            do {
+                srtp = try LibSRTPTransform(keys)
+                phase = .established
+                establishedAt = now
+            } catch {
+                fail("SRTP keys: \(error)")
+            }
+        case .failed(let error)?:
+            fail("DTLS: \(error)")
+        case .closed?:
+            fail("DTLS closed by the server")
+        case nil:
+            break
+        }
+    }
+
+    private func receiveSRTP(_ datagram: [UInt8], now: MediaTime) {
+        guard let srtp, datagram.count >= 12 else { return }
+        var packet = datagram
+        if (192...223).contains(packet[1]) {
+            _ = try? srtp.unprotectRTCP(&packet)  // reports about our stream; not needed here
+            return
+        }
+        guard (try? srtp.unprotectRTP(&packet)) != nil else { return }
+        let sequence = UInt16(packet[2]) << 8 | UInt16(packet[3])
+        let timestamp = UInt32(packet[4]) << 24 | UInt32(packet[5]) << 16 | UInt32(packet[6]) << 8 | UInt32(packet[7])
+        let ssrc = UInt32(packet[8]) << 24 | UInt32(packet[9]) << 16 | UInt32(packet[10]) << 8 | UInt32(packet[11])
+        streams[ssrc, default: ReceivedStream(clockRate: 48_000)]
+            .received(sequenceNumber: sequence, timestamp: timestamp, arrival: now)
+        if probe != nil { decodeProbe(packet, now: now) }
+    }
+
+    /// Decodes the mix and times the burst onsets (a probe listener only).
+    private func decodeProbe(_ packet: [UInt8], now: MediaTime) {
+        guard let probe, let payload = Self.payload(of: packet) else { return }
+        let samples = packet[payload].withUnsafeBufferPointer { input in
+            pcm.withUnsafeMutableBufferPointer { output in (try? probe.decode(input, into: output)) ?? 0 }
+        }
+        guard samples > 0 else { return }
+        let share = pcm.withUnsafeBufferPointer { LoadAudio.burstShare(UnsafeBufferPointer(rebasing: $0[0..<samples])) }
+        if share > 0.3 {
+            if quietFrames >= 10, let sent = timeline.burst(before: now) {
+                latencies.append((now, Double(now.nanoseconds(since: sent)) / 1e6))
+            }
+            quietFrames = 0
+        } else {
+            quietFrames += 1
+        }
+    }
+
+    /// The payload range of a plain RTP packet (after CSRCs and header extensions).
+    static func payload(of packet: [UInt8]) -> Range<Int>? {
+        var offset = 12 + 4 * Int(packet[0] & 0x0F)
+        if packet[0] & 0x10 != 0 {
+            guard packet.count >= offset + 4 else { return nil }
+            offset += 4 + 4 * (Int(packet[offset + 2]) << 8 | Int(packet[offset + 3]))
+        }
+        var end = packet.count
+        if packet[0] & 0x20 != 0, let padding = packet.last { end -= Int(padding) }
+        guard offset < end else { return nil }
+        return offset..<end
+    }
+
+    private static func append32(_ value: UInt32, to out: inout [UInt8]) {
+        out += [UInt8(value >> 24), UInt8((value >> 16) & 0xFF), UInt8((value >> 8) & 0xFF), UInt8(value & 0xFF)]
+    }
+}

@@ -1,0 +1,120 @@
+import Foundation
+
+/// Everything one load run measured: what `chorus load` writes as `results.json`, prints as
+/// the summary table and draws in `report.html`. Plain Codable values, so a later run (or a
+/// Janus run) can be compared field by field.
+public struct LoadResults: Codable, Sendable, Equatable {
+    /// The run's parameters, as given on the command line.
+    public struct Scenario: Codable, Sendable, Equatable {
+        public var target: String
+        public var url: String
+        public var rooms: Int
+        public var participantsPerRoom: Int
+        public var talkersPerRoom: Int
+        public var video: Bool
+        public var slots: Int
+        public var durationSeconds: Double
+        public var rampUpPerSecond: Double
+
+        public init(target: String, url: String, rooms: Int, participantsPerRoom: Int, talkersPerRoom: Int,
+                    video: Bool, slots: Int, durationSeconds: Double, rampUpPerSecond: Double) {
+            self.target = target
+            self.url = url
+            self.rooms = rooms
+            self.participantsPerRoom = participantsPerRoom
+            self.talkersPerRoom = talkersPerRoom
+            self.video = video
+            self.slots = slots
+            self.durationSeconds = durationSeconds
+            self.rampUpPerSecond = rampUpPerSecond
+        }
+    }
+
+    /// A distribution summary (milliseconds unless said otherwise).
+    public struct Distribution: Codable, Sendable, Equatable {
+        public var count: Int
+        public var mean: Double
+        public var p50: Double
+        public var p95: Double
+        public var p99: Double
+        public var max: Double
+
+        public init(_ values: [Double]) {
+            let sorted = values.filter(\.isFinite).sorted()
+            count = sorted.count
+            func quantile(_ q: Double) -> Double {
+                guard !sorted.isEmpty else { return 0 }
+                return sorted[min(sorted.count - 1, Int((Double(sorted.count - 1) * q).rounded()))]
+            }
+            mean = sorted.isEmpty ? 0 : sorted.reduce(0, +) / Double(sorted.count)
+            p50 = quantile(0.5)
+            p95 = quantile(0.95)
+            p99 = quantile(0.99)
+            max = sorted.last ?? 0
+        }
+    }
+
+    /// One second of the run (after ramp-up started), for the charts.
+    public struct Sample: Codable, Sendable, Equatable {
+        /// Seconds since the first join.
+        public var second: Double
+        /// Participants established at that time.
+        public var established: Int
+        /// Audio packets received by all listeners in that second, and the share lost.
+        public var audioPacketsReceived: Int
+        public var audioLossPercent: Double
+        /// Median mouth-to-ear latency of the onsets heard in that second (0 when none).
+        public var latencyMedianMs: Double
+        /// Server CPU (cores, 1.0 = one core busy) and resident memory; nil when unknown.
+        public var serverCPUCores: Double?
+        public var serverMemoryMB: Double?
+        /// The load generator's own CPU (cores).
+        public var generatorCPUCores: Double
+
+        public init(second: Double, established: Int, audioPacketsReceived: Int, audioLossPercent: Double,
+                    latencyMedianMs: Double, serverCPUCores: Double?, serverMemoryMB: Double?,
+                    generatorCPUCores: Double) {
+            self.second = second
+            self.established = established
+            self.audioPacketsReceived = audioPacketsReceived
+            self.audioLossPercent = audioLossPercent
+            self.latencyMedianMs = latencyMedianMs
+            self.serverCPUCores = serverCPUCores
+            self.serverMemoryMB = serverMemoryMB
+            self.generatorCPUCores = generatorCPUCores
+        }
+    }
+
+    public var scenario: Scenario
+    public var startedAt: Date
+    /// Participants planned (rooms × participants per room), those that joined (201), and
+    /// those that reached `established` (DTLS done).
+    public var participants: Int
+    public var joined: Int
+    public var established: Int
+    /// Request sent → DTLS connected, milliseconds.
+    public var joinTime: Distribution
+    /// Listeners (every participant receives the mix) that received audio during the run.
+    public var listenersWithAudio: Int
+    public var audioPacketsReceived: Int
+    public var audioPacketsExpected: Int
+    /// Lost / expected, over every audio stream received (RFC 3550 A.3), percent.
+    public var audioLossPercent: Double
+    /// RFC 3550 inter-arrival jitter of the audio streams received, milliseconds.
+    public var audioJitter: Distribution
+    /// Tone-burst onset sent by a talker → onset decoded by a probe listener.
+    public var mouthToEar: Distribution
+    public var videoFramesReceived: Int
+    public var videoPacketsReceived: Int
+    /// Mean CPU over the steady part of the run (cores) and peak resident memory.
+    public var serverCPUCores: Double?
+    public var serverMemoryMB: Double?
+    public var generatorCPUCores: Double
+    /// Server CPU seconds per participant-second: the capacity figure compared across servers.
+    public var serverCPUSecondsPerParticipantSecond: Double?
+    public var samples: [Sample]
+    /// Problems seen (join failures, handshakes that never completed), first few of each kind.
+    public var errors: [String]
+    /// The run completed and every listener received audio.
+    public var passed: Bool
+}

@@ -1,0 +1,91 @@
+import ChorusCore
+import Foundation
+import NIOCore
+
+extension LoadRunner {
+    /// Every 5 ms on the event loop: each participant's checks, retransmissions and due frames.
+    func startTicking() -> RepeatedTask {
+        loop.scheduleRepeatedTask(initialDelay: .milliseconds(5), delay: .milliseconds(5)) { _ in
+            let now = MediaTime.now()
+            for participant in self.participants { participant.tick(now: now) }
+        }
+    }
+
+    /// Once a second: established count, audio received and lost, latency, CPU and memory.
+    func startSampling(since start: Date) -> RepeatedTask {
+        let serverPID = configuration.serverPID ?? ProcessUsage.findServer(target: configuration.target)
+        var server = serverPID.map(ProcessUsage.init)
+        var generator = ProcessUsage(pid: getpid())
+        _ = server?.sample()
+        _ = generator.sample()
+        return loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
+            let now = MediaTime.now()
+            var received = 0, expected = 0, established = 0
+            var latencies: [Double] = []
+            for participant in self.participants {
+                if participant.phase == .established { established += 1 }
+                let interval = participant.takeInterval()
+                received += interval.received
+                expected += interval.expected
+                latencies += participant.latencies.filter { now.nanoseconds(since: $0.at) < 1_000_000_000 }.map(\.ms)
+            }
+            let serverUsage = server?.sample()
+            let own = generator.sample()
+            let lossPercent = expected > 0 ? Double(max(0, expected - received)) * 100 / Double(expected) : 0
+            self.samples.append(LoadResults.Sample(
+                second: Date().timeIntervalSince(start), established: established, audioPacketsReceived: received,
+                audioLossPercent: lossPercent, latencyMedianMs: LoadResults.Distribution(latencies).p50,
+                serverCPUCores: serverUsage?.cores, serverMemoryMB: serverUsage?.residentMB,
+                generatorCPUCores: own.cores ?? 0))
+            self.progress(String(format: "running: %d established, loss %.2f %%, latency p50 %.0f ms, server %.2f cores",
+                                 established, lossPercent, LoadResults.Distribution(latencies).p50,
+                                 serverUsage?.cores ?? 0))
+        }
+    }
+
+    /// The run's results, on the event loop after the media stopped.
+    func results(started: Date) -> LoadResults {
+        let configuration = self.configuration
+        let established = participants.filter { $0.establishedAt != nil }
+        let joinTimes = established.compactMap { participant in
+            participant.establishedAt.map { Double($0.nanoseconds(since: participant.joinStartedAt)) / 1e6 }
+        }
+        var received = 0, expected = 0, withAudio = 0, jitters: [Double] = []
+        var deaf: [String] = []
+        for participant in participants {
+            let streams = participant.streams.values
+            let got = streams.reduce(0) { $0 + $1.received }
+            received += got
+            expected += streams.reduce(0) { $0 + $1.expected }
+            if got > 0 { withAudio += 1 } else if participant.expectsAudio { deaf.append(participant.userId) }
+            jitters += streams.map(\.jitterMilliseconds)
+        }
+        // Steady state: the samples once everyone who will connect has.
+        let steady = samples.filter { $0.established == established.count && established.count > 0 }
+        let cpu = steady.compactMap(\.serverCPUCores)
+        let serverCPU = cpu.isEmpty ? nil : cpu.reduce(0, +) / Double(cpu.count)
+        var errors = joinFailures.prefix(5).map { $0 }
+        if !deaf.isEmpty { errors.append("\(deaf.count) listeners received no audio, e.g. \(deaf[0])") }
+        for participant in participants { errors += participant.errors.prefix(1) }
+        let total = configuration.rooms * configuration.participants
+        let passed = joinFailures.isEmpty && established.count == total && deaf.isEmpty
+        return LoadResults(
+            scenario: .init(target: configuration.target, url: configuration.url, rooms: configuration.rooms,
+                            participantsPerRoom: configuration.participants, talkersPerRoom: configuration.talkers,
+                            video: false, slots: 0, durationSeconds: configuration.durationSeconds,
+                            rampUpPerSecond: configuration.rampUpPerSecond),
+            startedAt: started, participants: total, joined: participants.count, established: established.count,
+            joinTime: LoadResults.Distribution(joinTimes), listenersWithAudio: withAudio,
+            audioPacketsReceived: received, audioPacketsExpected: expected,
+            audioLossPercent: expected > 0 ? Double(max(0, expected - received)) * 100 / Double(expected) : 0,
+            audioJitter: LoadResults.Distribution(jitters),
+            mouthToEar: LoadResults.Distribution(participants.flatMap { participant in
+                participant.latencies.filter { $0.at >= self.steadyFrom }.map(\.ms)
+            }),
+            videoFramesReceived: 0, videoPacketsReceived: 0,
+            serverCPUCores: serverCPU, serverMemoryMB: samples.compactMap(\.serverMemoryMB).max(),
+            generatorCPUCores: steady.isEmpty ? 0 : steady.map(\.generatorCPUCores).reduce(0, +) / Double(steady.count),
+            serverCPUSecondsPerParticipantSecond: serverCPU.map { $0 / Double(max(established.count, 1)) },
+            samples: samples, errors: Array(errors.prefix(10)), passed: passed)
+    }
+}

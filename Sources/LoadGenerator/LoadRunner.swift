@@ -1,0 +1,108 @@
+import Auth
+import ChorusCore
+import DTLS
+import Foundation
+import NIOCore
+import NIOPosix
+
+/// How a run is set up (`chorus load` options).
+public struct LoadConfiguration: Sendable {
+    public var url: String
+    public var appKey: String
+    public var appSecret: String
+    public var rooms: Int
+    public var participants: Int
+    public var talkers: Int
+    public var durationSeconds: Double
+    public var rampUpPerSecond: Double
+    public var output: URL
+    public var target: String
+    /// Probe listeners per room that decode the mix to time onsets (decoding costs ~26 µs a frame).
+    public var probesPerRoom = 2
+    /// The server's pid for CPU and memory; found by command line when nil and local.
+    public var serverPID: Int32?
+    public var progress: Bool = true
+
+    public init(url: String, appKey: String, appSecret: String, rooms: Int, participants: Int, talkers: Int,
+                durationSeconds: Double, rampUpPerSecond: Double, output: URL, target: String) {
+        self.url = url
+        self.appKey = appKey
+        self.appSecret = appSecret
+        self.rooms = rooms
+        self.participants = participants
+        self.talkers = talkers
+        self.durationSeconds = durationSeconds
+        self.rampUpPerSecond = rampUpPerSecond
+        self.output = output
+        self.target = target
+    }
+}
+
+/// Drives one load run: creates the rooms, registers and joins every simulated participant
+/// through the REST API at the ramp-up rate, runs their media on one NIO event loop for the
+/// duration, samples once a second, leaves, and returns the results.
+///
+/// All participant state lives on the single event loop; this type only hops onto it.
+public final class LoadRunner: @unchecked Sendable {
+    let configuration: LoadConfiguration
+    let http: LoadHTTP
+    let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    var loop: any EventLoop { group.any() }
+    let runID = String(UInt32.random(in: 0...UInt32.max), radix: 36)
+    /// Touched only on the event loop.
+    var participants: [LoadParticipant] = []
+    var channels: [any Channel] = []
+    var samples: [LoadResults.Sample] = []
+    var joinFailures: [String] = []
+    var joinTimes: [Double] = []
+    var tokens: [ObjectIdentifier: (token: String, callId: String)] = [:]
+    /// The measured period starts a second after the last join: before, jitter buffers are
+    /// still settling and the first onsets say more about start-up than about the server.
+    var steadyFrom = MediaTime(nanoseconds: .max)
+
+    public init(configuration: LoadConfiguration) throws {
+        self.configuration = configuration
+        http = try LoadHTTP(url: configuration.url)
+    }
+
+    deinit {
+        try? group.syncShutdownGracefully()
+    }
+
+    /// Runs the whole scenario and returns what it measured.
+    public func run() async throws -> LoadResults {
+        // Whole seconds: results.json keeps ISO 8601 without fractions.
+        let started = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
+        let context = try DTLSContext(certificate: DTLSCertificate(commonName: "chorus-load"))
+        let audio = (burst: try LoadAudio.make(.burst), speech: try LoadAudio.make(.speech),
+                     silence: try LoadAudio.make(.silence))
+        try await createRooms()
+        let ticker = startTicking()
+        let sampler = startSampling(since: started)
+        try await joinAll(context: context, audio: audio)
+        let steady = MediaTime.now().adding(milliseconds: 1_000)
+        try await loop.submit { self.steadyFrom = steady }.get()
+        try await Task.sleep(nanoseconds: UInt64(configuration.durationSeconds * 1e9))
+        sampler.cancel()
+        ticker.cancel()
+        await leaveAll()
+        let results = try await loop.submit { self.results(started: started) }.get()
+        for channel in try await loop.submit({ self.channels }).get() { try? await channel.close() }
+        return results
+    }
+
+    func roomID(_ room: Int) -> String { "load-\(runID)-\(room)" }
+
+    private func createRooms() async throws {
+        let auth = LoadHTTP.basic(key: configuration.appKey, secret: configuration.appSecret)
+        for room in 0..<configuration.rooms {
+            let reply = try await http.request("POST", "/v1/rooms", json: [
+                "roomId": roomID(room), "maxParticipants": max(configuration.participants, 1), "mixedSpeakers": 3,
+            ], authorization: auth)
+            guard reply.status == 201 || reply.status == 409 else {
+                throw LoadHTTP.Failure(description: "creating room \(roomID(room)): HTTP \(reply.status) "
+                    + String(decoding: reply.body, as: UTF8.self))
+            }
+        }
+    }
+}

@@ -1,0 +1,87 @@
+import ChorusCore
+import DTLS
+import ICELite
+
+/// The offer a simulated participant sends (shaped like a browser's: BUNDLE, rtcp-mux, Opus
+/// with in-band FEC and the RFC 6464 level extension, one host candidate on loopback) and what
+/// it needs from the answer.
+enum LoadSDP {
+    static let opusPayloadType: UInt8 = 111
+    static let audioLevelExtensionID: UInt8 = 1
+
+    static func offer(ice: ICECredentials, fingerprint: String, port: Int, audioSSRC: UInt32) -> String {
+        let lines = [
+            "v=0",
+            "o=- \(UInt64.random(in: 1...UInt64(Int64.max))) 2 IN IP4 127.0.0.1",
+            "s=-",
+            "t=0 0",
+            "a=group:BUNDLE 0",
+            "a=msid-semantic: WMS load",
+            "m=audio \(port) UDP/TLS/RTP/SAVPF \(opusPayloadType)",
+            "c=IN IP4 127.0.0.1",
+            "a=rtcp:9 IN IP4 0.0.0.0",
+            "a=candidate:1 1 udp 2130706431 127.0.0.1 \(port) typ host",
+            "a=end-of-candidates",
+            "a=ice-ufrag:\(ice.ufrag)",
+            "a=ice-pwd:\(ice.password)",
+            "a=fingerprint:\(fingerprint)",
+            "a=setup:actpass",
+            "a=mid:0",
+            "a=extmap:\(audioLevelExtensionID) urn:ietf:params:rtp-hdrext:ssrc-audio-level",
+            "a=sendrecv",
+            "a=msid:load audio",
+            "a=rtcp-mux",
+            "a=rtpmap:\(opusPayloadType) opus/48000/2",
+            "a=fmtp:\(opusPayloadType) minptime=10;useinbandfec=1",
+            "a=ssrc:\(audioSSRC) cname:load",
+        ]
+        return lines.joined(separator: "\r\n") + "\r\n"
+    }
+
+    /// What the client needs from the server's answer.
+    struct Answer: Equatable {
+        var ice: ICECredentials
+        var host: String
+        var port: Int
+        var fingerprint: DTLSFingerprint
+        /// DTLS role the answer took: `passive` makes us the client.
+        var serverIsPassive: Bool
+    }
+
+    enum AnswerError: Error, CustomStringConvertible {
+        case missing(String)
+        var description: String {
+            switch self {
+            case .missing(let what): return "the answer has no usable \(what)"
+            }
+        }
+    }
+
+    /// Reads the transport from an answer (the first values win: every section repeats them).
+    static func parseAnswer(_ sdp: String) throws(AnswerError) -> Answer {
+        var ufrag: String?, pwd: String?, candidate: (String, Int)?, fingerprint: DTLSFingerprint?, setup: String?
+        for raw in sdp.split(whereSeparator: \.isNewline) {
+            let line = String(raw)
+            if ufrag == nil, line.hasPrefix("a=ice-ufrag:") { ufrag = String(line.dropFirst(12)) }
+            if pwd == nil, line.hasPrefix("a=ice-pwd:") { pwd = String(line.dropFirst(10)) }
+            if setup == nil, line.hasPrefix("a=setup:") { setup = String(line.dropFirst(8)) }
+            if fingerprint == nil, line.hasPrefix("a=fingerprint:") {
+                let parts = line.dropFirst(14).split(separator: " ")
+                if parts.count == 2 { fingerprint = DTLSFingerprint(algorithm: String(parts[0]), hex: String(parts[1])) }
+            }
+            if candidate == nil, line.hasPrefix("a=candidate:") {
+                let parts = line.split(separator: " ")
+                if parts.count >= 6, parts[2].lowercased() == "udp", let port = Int(parts[5]) {
+                    candidate = (String(parts[4]), port)
+                }
+            }
+        }
+        guard let ufrag, let pwd, let ice = try? ICECredentials(ufrag: ufrag, password: pwd) else {
+            throw .missing("ICE credentials")
+        }
+        guard let candidate else { throw .missing("UDP candidate") }
+        guard let fingerprint else { throw .missing("sha-256 fingerprint") }
+        return Answer(ice: ice, host: candidate.0, port: candidate.1, fingerprint: fingerprint,
+                      serverIsPassive: setup != "active")
+    }
+}

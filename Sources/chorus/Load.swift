@@ -1,0 +1,52 @@
+import ArgumentParser
+import Foundation
+import LoadGenerator
+
+/// `chorus load`: simulated participants over real connections against a running server (this
+/// one, or Janus for the side-by-side comparison), with a summary table, results.json and an
+/// HTML report. Exit status 0 when the run completed and every listener received audio.
+struct Load: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Drive a server with simulated participants.")
+
+    @Option(help: "The server's HTTP API, http://host:port.") var url: String = "http://127.0.0.1:8080"
+    @Option(help: "Application key (env CHORUS_APP_KEY).") var appKey: String?
+    @Option(help: "Application secret (env CHORUS_APP_SECRET).") var appSecret: String?
+    @Option(help: "Rooms.") var rooms: Int = 1
+    @Option(help: "Participants per room.") var participants: Int = 5
+    @Option(help: "Talkers per room (the first sends tone bursts for latency).") var talkers: Int = 1
+    @Flag(help: "Send and receive video (not supported yet).") var video = false
+    @Option(help: "Video slots per participant, with --video.") var slots: Int = 0
+    @Option(help: "Seconds of media once everyone joined (at most 3600).") var duration: Double = 10
+    @Option(help: "Joins per second.") var rampUp: Double = 20
+    @Option(help: "Directory for results.json and report.html.") var output: String = "load-output"
+    @Option(help: "chorus or janus.") var target: String = "chorus"
+    @Option(help: "The server's pid for CPU and memory (found by command line when local).") var serverPid: Int32?
+    @Flag(help: "No progress line.") var quiet = false
+
+    func validate() throws {
+        guard (1...1_000).contains(rooms), (1...10_000).contains(participants), rooms * participants <= 5_000 else {
+            throw ValidationError("at most 1000 rooms, 10000 participants a room and 5000 in all")
+        }
+        guard (0...participants).contains(talkers) else { throw ValidationError("--talkers must be 0…participants") }
+        guard duration > 0, duration <= 3_600, rampUp > 0 else { throw ValidationError("duration 0…3600 s, ramp-up > 0") }
+        guard target == "chorus" else { throw ValidationError("--target janus is not implemented yet") }
+        guard !video else { throw ValidationError("--video is not implemented yet") }
+    }
+
+    func run() async throws {
+        guard let key = appKey ?? environment("APP_KEY"), let secret = appSecret ?? environment("APP_SECRET") else {
+            throw ValidationError("--app-key and --app-secret (or CHORUS_APP_KEY / CHORUS_APP_SECRET) are required")
+        }
+        var configuration = LoadConfiguration(
+            url: url, appKey: key, appSecret: secret, rooms: rooms, participants: participants, talkers: talkers,
+            durationSeconds: duration, rampUpPerSecond: rampUp, output: URL(fileURLWithPath: output), target: target)
+        configuration.serverPID = serverPid
+        configuration.progress = !quiet
+        let runner = try LoadRunner(configuration: configuration)
+        let results = try await runner.run()
+        if !quiet { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+        print(LoadReport.summaryTable(results))
+        for file in try LoadReport.write(results, to: configuration.output) { print("wrote \(file.path)") }
+        if !results.passed { throw ExitCode(1) }
+    }
+}
