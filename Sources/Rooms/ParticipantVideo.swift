@@ -52,6 +52,22 @@ struct VideoPublisher {
 
     /// Sending, and seen recently enough to be shown.
     var isShowable: Bool { ssrc != nil && lastPacketAt != nil && !inactive }
+
+    /// The fields the per-packet path reads, without the cache and detectors.
+    struct Summary {
+        let codec: VideoCodec
+        let payloadType: UInt8
+        let rtxPayloadType: UInt8?
+        let clockRate: UInt32
+        let ssrc: SSRC?
+        let inactive: Bool
+        let isShowable: Bool
+    }
+
+    var summary: Summary {
+        Summary(codec: codec, payloadType: payloadType, rtxPayloadType: rtxPayloadType, clockRate: clockRate,
+                ssrc: ssrc, inactive: inactive, isShowable: isShowable)
+    }
 }
 
 /// One of a subscriber's video slots: its m-line, its outgoing stream and who fills it.

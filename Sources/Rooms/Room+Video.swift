@@ -9,7 +9,9 @@ extension Room {
     /// the slot switches waiting for it. RTX retransmissions (answers to our NACKs) are
     /// unwrapped first and handled as the packet they repair.
     func receiveVideo(_ bytes: [UInt8], header: RTPHeader, callId: CallID, now: MediaTime) {
-        guard let publisher = participants[callId]?.video.publisher else { return }
+        // The publisher's small fields only: a copy of the whole state held across the cache
+        // insert below would share the cache's storage and make that insert copy it.
+        guard let publisher = participants[callId]?.video.publisher?.summary else { return }
         var packet = bytes
         var header = header
         if let rtxType = publisher.rtxPayloadType, header.payloadType.rawValue == rtxType {
