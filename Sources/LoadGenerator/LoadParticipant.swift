@@ -51,7 +51,7 @@ final class LoadParticipant: @unchecked Sendable {
     private var pendingCheck: TransactionID?
     private var nextCheckAt = MediaTime(nanoseconds: 0)
     private var dtls: DTLSEndpoint?
-    private var srtp: LibSRTPTransform?
+    private var srtp: OpenSSLSRTPTransform?
     private var frameIndex = 0
     /// When the next 20 ms frame is due: each participant keeps its own phase, as real
     /// clients do, and a late loop is caught up by at most three frames.
@@ -191,7 +191,7 @@ final class LoadParticipant: @unchecked Sendable {
         switch output.event {
         case .connected(let keys)?:
             do {
-                srtp = try LibSRTPTransform(keys)
+                srtp = try OpenSSLSRTPTransform(keys)
                 phase = .established
                 establishedAt = now
             } catch {
