@@ -1,6 +1,7 @@
 # Chorus — the two commands are `make run` and `make test`; everything they need is installed here.
 SHELL := /bin/bash
-APT_PACKAGES := libopus-dev libvpx-dev libsrtp2-dev libssl-dev libsqlite3-dev pkg-config
+# chromium: the headless browser of the web client's end-to-end test (Tests/Interop/test_browser.py).
+APT_PACKAGES := libopus-dev libvpx-dev libsrtp2-dev libssl-dev libsqlite3-dev pkg-config chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -10,7 +11,7 @@ OUTPUT := test-output
 .PHONY: run test deps venv build build-release unit interop bench fuzz clean
 
 run: deps build-release
-	.build/release/chorus serve --db ./chorus.sqlite --dev-app --http-port $(HTTP_PORT)
+	.build/release/chorus serve --db ./chorus.sqlite --demo --http-port $(HTTP_PORT)
 
 test: deps venv build
 	swift test --skip-build

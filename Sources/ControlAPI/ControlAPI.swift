@@ -14,6 +14,9 @@ public struct ControlAPIConfiguration: Sendable {
     public var tokenLifetime: TimeInterval = 24 * 3600
     /// Requests per second allowed per client address (burst is twice that); nil disables.
     public var rateLimitPerSecond: Double? = 100
+    /// Key of the application whose users `POST /demo/token` registers (`chorus serve --demo`);
+    /// nil, the default, leaves that route out entirely.
+    public var demoApplicationKey: String?
 
     public init() {}
 }
@@ -80,6 +83,8 @@ public final class ControlAPI: Sendable {
         var routes = RouteTable()
         addOperationRoutes(router, &routes)
         addRegistrationRoutes(router, &routes)
+        addWebRoutes(router, &routes)
+        if let demoKey = configuration.demoApplicationKey { addDemoRoutes(router, &routes, applicationKey: demoKey) }
         let authenticated = router.group().add(middleware: AuthenticationMiddleware(api: self))
         addRoomRoutes(authenticated, &routes)
         addCallRoutes(authenticated, &routes)

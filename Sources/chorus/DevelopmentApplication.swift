@@ -23,16 +23,25 @@ struct DevelopmentApplication {
         return DevelopmentApplication(key: app.key, secret: app.secret, created: true)
     }
 
-    func text(host: String, port: Int) -> String {
+    /// The banner; with `demo`, it also points at the web client.
+    func text(host: String, port: Int, demo: Bool = false) -> String {
         let shown = host == "0.0.0.0" || host == "::" ? "127.0.0.1" : host
         return """
 
             \(created ? "Created the development application" : "Development application"):
               key:    \(key)
               secret: \(secret)
-            Try it (creates a room):
+            \(demo ? Self.webClientLine(host: host, port: port) : "")Try it (creates a room):
               curl -s -u '\(key):\(secret)' -X POST -H 'Content-Type: application/json' -d '{}' http://\(shown):\(port)/v1/rooms
 
             """
+    }
+
+    /// "open http://localhost:PORT/ in two browser tabs", ending in a newline. `localhost`
+    /// whenever the server listens on loopback or everywhere: browsers allow camera and
+    /// microphone only in a secure context, and plain http qualifies only on localhost.
+    static func webClientLine(host: String, port: Int) -> String {
+        let local = ["0.0.0.0", "::", "127.0.0.1", "::1", "localhost"].contains(host)
+        return "Web client: open http://\(local ? "localhost" : host):\(port)/ in two browser tabs\n"
     }
 }

@@ -32,6 +32,8 @@ struct Serve: AsyncParsableCommand {
     var opusComplexity: Int?
     @Flag(help: "Create a development application on an empty database and print a working curl line.")
     var devApp = false
+    @Flag(help: "Let the web client at / get tokens from POST /demo/token; development only (implies --dev-app).")
+    var demo = false
     @OptionGroup var database: DatabaseOption
 
     func run() async throws {
@@ -62,14 +64,17 @@ struct Serve: AsyncParsableCommand {
             candidateAddress: announced, candidatePort: UInt16(boundMedia), audio: try audioEncoding())
         let recorder = CallRecorder(database: db, logger: logger)
         let registry = RoomRegistry(logger: logger, media: mediaEnvironment, observer: recorder.observer)
+        let demo = demo || environment("DEMO") == "1"
+        let devApp = devApp || demo || environment("DEV_APP") == "1"
+        let banner = devApp ? try await DevelopmentApplication.ensure(db) : nil
         var config = ControlAPIConfiguration()
+        // The demo token route registers users of the development application, and of no other.
+        config.demoApplicationKey = demo ? banner?.key : nil
         let rate = rateLimit ?? environment("RATE_LIMIT").flatMap { Double($0) } ?? 100
         config.rateLimitPerSecond = rate > 0 ? rate : nil
         let api = try await ControlAPI(database: db, registry: registry, configuration: config,
                                        prometheus: Observability.prometheus())
         try await api.reloadRooms()
-        let devApp = devApp || environment("DEV_APP") == "1"
-        let banner = devApp ? try await DevelopmentApplication.ensure(db) : nil
 
         let app = Application(
             router: api.makeRouter(),
@@ -82,7 +87,8 @@ struct Serve: AsyncParsableCommand {
                 ])
                 if let banner {
                     // Unbuffered: `make run` users and tests read it while the server runs.
-                    FileHandle.standardOutput.write(Data((banner.text(host: host, port: bound) + "\n").utf8))
+                    let text = banner.text(host: host, port: bound, demo: demo) + "\n"
+                    FileHandle.standardOutput.write(Data(text.utf8))
                 }
             },
             logger: logger)

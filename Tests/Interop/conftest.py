@@ -28,7 +28,7 @@ import uuid
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import pytest
 import requests
@@ -72,12 +72,19 @@ def parse_banner(lines: list[str]) -> Banner:
 
 
 class ChorusServer:
-    """One `chorus serve` process at a time on one database file; restartable."""
+    """One `chorus serve` process at a time on one database file; restartable.
 
-    def __init__(self, binary: str, db_path: Path, log_path: Path):
+    `extra_args` are appended to the command line (e.g. `["--demo"]`) and `extra_env` to the
+    environment (which otherwise has no CHORUS_ variable but CHORUS_OPENAPI_PATH).
+    """
+
+    def __init__(self, binary: str, db_path: Path, log_path: Path, extra_args: Sequence[str] = (),
+                 extra_env: dict[str, str] | None = None):
         self.binary = binary
         self.db_path = db_path
         self.log_path = log_path
+        self.extra_args = list(extra_args)
+        self.extra_env = dict(extra_env or {})
         self.process: subprocess.Popen[str] | None = None
         self.banner: Banner | None = None
         self.starts = 0
@@ -92,11 +99,13 @@ class ChorusServer:
         assert not self.running, "the server is already running"
         env = {k: v for k, v in os.environ.items() if not k.startswith("CHORUS_")}
         env["CHORUS_OPENAPI_PATH"] = str(OPENAPI_PATH)
+        env.update(self.extra_env)
         command = [
             self.binary, "serve", "--db", str(self.db_path), "--dev-app",
             "--http-host", "127.0.0.1", "--http-port", "0", "--rate-limit", "0",
             # Media on an ephemeral loopback port: tests never collide, traffic stays on lo.
             "--media-host", "127.0.0.1", "--media-port", "0", "--public-ip", "127.0.0.1",
+            *self.extra_args,
         ]
         self.starts += 1
         log = open(self.log_path, "a", encoding="utf-8")

@@ -1,4 +1,6 @@
-"""The `--dev-app` banner: its curl line works as printed, and survives a restart."""
+"""The `--dev-app` banner: its curl line works as printed, and survives a restart. With `--demo`
+(or CHORUS_DEMO=1) it also points at the web client, which the server then serves with its token
+route; without it, the token route does not exist."""
 
 from __future__ import annotations
 
@@ -7,6 +9,12 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+import requests
+
+from conftest import ChorusServer
+
+WEB_FILES = {"/": "text/html", "/app.js": "text/javascript", "/style.css": "text/css"}
 ROOM_FIELDS = {"roomId", "maxParticipants", "mixedSpeakers", "videoSlots", "createdAt"}
 
 
@@ -48,3 +56,41 @@ def test_banner_curl_line_creates_a_room_and_the_key_survives_a_restart(chorus_s
     status, another = run_curl_line(second.curl_line, tmp_path / "curl-home")
     assert status == 201, another
     assert another["roomId"] != room["roomId"]
+
+
+def web_client_line(port: int) -> str:
+    return f"open http://localhost:{port}/ in two browser tabs"
+
+
+def test_without_demo_there_is_no_token_route_and_no_web_client_line(chorus_server):
+    assert web_client_line(chorus_server.banner.port) not in chorus_server.banner.text
+    refused = requests.post(chorus_server.url("/demo/token"), json={"userId": "alice"}, timeout=10)
+    assert refused.status_code == 404, refused.text
+    # The page itself is always there; it explains that it needs a --demo server for tokens.
+    assert requests.get(chorus_server.url("/"), timeout=10).status_code == 200
+
+
+@pytest.mark.parametrize("how", ["flag", "environment"])
+def test_demo_banner_page_and_token(chorus_bin, tmp_path, how):
+    server = ChorusServer(chorus_bin, tmp_path / "chorus.sqlite", tmp_path / "chorus.log",
+                          extra_args=["--demo"] if how == "flag" else [],
+                          extra_env={"CHORUS_DEMO": "1"} if how == "environment" else None)
+    banner = server.start()
+    try:
+        assert f"Web client: {web_client_line(banner.port)}\n" in banner.text, banner.text
+        for path, content_type in WEB_FILES.items():
+            page = requests.get(server.url(path), timeout=10)
+            assert page.status_code == 200, (path, page.text)
+            assert page.headers["content-type"].split(";")[0] == content_type, (path, page.headers)
+        assert "/app.js" in requests.get(server.url("/"), timeout=10).text
+
+        # A token for any valid user ID, which then works as that user (it may create rooms).
+        token = requests.post(server.url("/demo/token"), json={"userId": "alice"}, timeout=10)
+        assert token.status_code == 200, token.text
+        assert token.json()["userId"] == "alice" and banner.secret not in token.text
+        bearer = {"Authorization": f"Bearer {token.json()['accessToken']}"}
+        assert requests.get(server.url("/v1/calls"), headers=bearer, timeout=10).status_code == 200
+        bad = requests.post(server.url("/demo/token"), json={"userId": "not valid!"}, timeout=10)
+        assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalidUserId", bad.text
+    finally:
+        assert server.stop() == 0, server.log_tail()

@@ -70,12 +70,17 @@ extension ControlAPI {
                            "sequence must be greater than the last accepted one (\(last))")
         }
         metrics.registrationsAccepted.increment()
+        return JSONBody.response(issueAccessToken(userId: userId, applicationKey: key, at: now), status: .created)
+    }
+
+    /// A fresh access token for `userId` of the application `applicationKey`. Shared by the
+    /// registration route and the `--demo` token route, so both hand out identical credentials.
+    func issueAccessToken(userId: UserID, applicationKey key: ApplicationKey, at now: Date) -> RegistrationResponse {
         let claims = AccessTokenClaims(userId: userId, applicationKey: key, issuedAt: now,
                                        lifetime: configuration.tokenLifetime,
                                        tokenId: ApplicationCredentials.newCallID().rawValue)
-        let answer = RegistrationResponse(
+        return RegistrationResponse(
             userId: userId.rawValue, accessToken: tokens.sign(claims),
             expiresAt: Date(timeIntervalSince1970: TimeInterval(claims.exp)))
-        return JSONBody.response(answer, status: .created)
     }
 }

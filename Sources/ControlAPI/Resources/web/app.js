@@ -1,0 +1,487 @@
+// Chorus web client: join a room with camera and microphone over one WebRTC connection, see the
+// others in the server's video slots, hear the room's mix. Plain JavaScript, no build step.
+//
+// The flow mirrors what an SDK does against the REST API:
+//   token   POST /demo/token (only on a `chorus serve --demo` server; stands in for the app backend)
+//   join    POST /v1/rooms/{roomId}/participants {"sdp": offer} -> answer (non-trickle ICE)
+//   events  GET  /v1/rooms/{roomId}/events (SSE read with fetch: EventSource cannot send a token)
+//   control PATCH / DELETE /v1/rooms/{roomId}/participants/{callId}
+//   end     POST /v1/calls/{callId}/statistics with pc.getStats()
+//
+// `window.chorus` exposes the state for people debugging and for the browser test.
+'use strict';
+
+/** Receive-only video m-lines offered: the server fills them with other participants' cameras. */
+const SLOT_COUNT = 4;
+/** The server accepts statistics bodies up to 256 KiB; stay under with room for the envelope. */
+const MAX_STATISTICS_BYTES = 250 * 1024;
+/** Bound on waiting for ICE gathering: host candidates only, so it normally takes milliseconds. */
+const GATHERING_TIMEOUT_MS = 3000;
+
+const chorus = (window.chorus = {
+  state: 'idle', // idle | joining | connecting | established | leaving | ended | failed
+  roomId: null,
+  userId: null,
+  callId: null,
+  audioMuted: false,
+  videoPaused: false,
+  slots: [], // [{mid, publisherCallId, publisherUserId, playing, videoWidth}]
+  talking: [], // callIds currently talking
+  uploaded: false,
+  statisticsId: null,
+  endCause: null,
+  error: null,
+});
+
+/** Everything that lives only for one call. */
+let call = null;
+
+const $ = (id) => document.getElementById(id);
+
+// -- REST ---------------------------------------------------------------------------------------
+
+/** A JSON request; resolves to the parsed body (or null), throws with the server's error message. */
+async function api(path, { method = 'GET', body, token, headers = {}, keepalive = false } = {}) {
+  const init = { method, headers: { ...headers }, keepalive };
+  if (token) init.headers.Authorization = `Bearer ${token}`;
+  if (body !== undefined) {
+    init.headers['Content-Type'] = 'application/json';
+    init.body = typeof body === 'string' ? body : JSON.stringify(body);
+  }
+  const response = await fetch(path, init);
+  const text = await response.text();
+  const parsed = text ? JSON.parse(text) : null;
+  if (!response.ok) {
+    const error = new Error(parsed?.error?.message || `${method} ${path}: HTTP ${response.status}`);
+    error.status = response.status;
+    error.code = parsed?.error?.code;
+    throw error;
+  }
+  return parsed;
+}
+
+/** An access token for `userId` from the demo endpoint; explains what to do when it is absent. */
+async function fetchToken(userId) {
+  try {
+    return (await api('/demo/token', { method: 'POST', body: { userId } })).accessToken;
+  } catch (error) {
+    if (error.status === 404) {
+      throw new Error('this server does not hand out demo tokens: start it with `chorus serve --demo`');
+    }
+    throw error;
+  }
+}
+
+// -- joining ------------------------------------------------------------------------------------
+
+/** Joins `roomId` as `userId`: token, camera and microphone, offer, answer, events. */
+async function join(roomId, userId) {
+  if (call) throw new Error('already in a call');
+  call = { token: null, pc: null, stream: null, events: null, slotTiles: new Map(), roster: new Map() };
+  Object.assign(chorus, { roomId, userId, callId: null, slots: [], talking: [], uploaded: false,
+                          statisticsId: null, endCause: null, error: null, audioMuted: false, videoPaused: false });
+  setState('joining', `Joining ${roomId} as ${userId}…`);
+  try {
+    call.token = await fetchToken(userId);
+    call.stream = await openCamera();
+    call.pc = makePeerConnection(call.stream);
+    const offer = await localOffer(call.pc);
+    const answer = await api(`/v1/rooms/${encodeURIComponent(roomId)}/participants`,
+                             { method: 'POST', body: { sdp: offer }, token: call.token });
+    chorus.callId = answer.callId;
+    await call.pc.setRemoteDescription({ type: 'answer', sdp: answer.sdp });
+    setState('connecting', 'Connecting media…');
+    showCall(true);
+    followEvents();
+  } catch (error) {
+    await fail(error);
+  }
+}
+
+/** Camera and microphone; the page needs a secure context (https, or http on localhost). */
+async function openCamera() {
+  if (!navigator.mediaDevices?.getUserMedia) {
+    throw new Error('camera access needs https or http://localhost');
+  }
+  const stream = await navigator.mediaDevices.getUserMedia({
+    audio: { echoCancellation: true, noiseSuppression: true },
+    video: { width: { ideal: 640 }, height: { ideal: 360 }, frameRate: { ideal: 24 } },
+  });
+  $('preview').srcObject = stream;
+  return stream;
+}
+
+/** One connection: audio both ways, the camera up, SLOT_COUNT video slots down. */
+function makePeerConnection(stream) {
+  // No ICE servers: Chorus is ICE-lite with a public address, so host candidates are enough.
+  const pc = new RTCPeerConnection({ bundlePolicy: 'max-bundle', rtcpMuxPolicy: 'require' });
+  const [audio] = stream.getAudioTracks();
+  const [video] = stream.getVideoTracks();
+  pc.addTransceiver(audio, { direction: 'sendrecv', streams: [stream] });
+  pc.addTransceiver(video, { direction: 'sendonly', streams: [stream] });
+  for (let i = 0; i < SLOT_COUNT; i++) pc.addTransceiver('video', { direction: 'recvonly' });
+  pc.ontrack = (event) => attachTrack(event);
+  pc.onconnectionstatechange = () => onConnectionState(pc.connectionState);
+  return pc;
+}
+
+/** The complete offer (every candidate in it): Chorus takes no trickled candidates. */
+async function localOffer(pc) {
+  await pc.setLocalDescription(await pc.createOffer());
+  buildSlotTiles(pc);
+  await gatheringComplete(pc);
+  return pc.localDescription.sdp;
+}
+
+/** Resolves when ICE gathering completes, or after GATHERING_TIMEOUT_MS with what there is. */
+function gatheringComplete(pc) {
+  if (pc.iceGatheringState === 'complete') return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      if (pc.iceGatheringState !== 'complete') return;
+      pc.removeEventListener('icegatheringstatechange', done);
+      resolve();
+    };
+    pc.addEventListener('icegatheringstatechange', done);
+    setTimeout(resolve, GATHERING_TIMEOUT_MS);
+  });
+}
+
+function onConnectionState(state) {
+  if (state === 'connected' && chorus.state === 'connecting') setState('established', 'In the call.');
+  if (state === 'failed' && call) endCall('failed');
+}
+
+// -- video slots --------------------------------------------------------------------------------
+
+/** One tile per receive-only transceiver, keyed by its mid (what `video.slots` names). */
+function buildSlotTiles(pc) {
+  const template = $('slot-template');
+  for (const transceiver of pc.getTransceivers()) {
+    if (transceiver.direction !== 'recvonly' || transceiver.receiver.track.kind !== 'video') continue;
+    const tile = template.content.firstElementChild.cloneNode(true);
+    tile.dataset.mid = transceiver.mid;
+    tile.querySelector('video').srcObject = new MediaStream([transceiver.receiver.track]);
+    $('tiles').appendChild(tile);
+    call.slotTiles.set(transceiver.mid, tile);
+    chorus.slots.push({ mid: transceiver.mid, publisherCallId: null, publisherUserId: null,
+                        playing: false, videoWidth: 0 });
+  }
+  call.slotTimer = setInterval(refreshSlotState, 500);
+}
+
+/** Remote tracks: the mix goes to the audio element; slot tracks are already on their tiles. */
+function attachTrack(event) {
+  if (event.track.kind !== 'audio') return;
+  $('mix').srcObject = new MediaStream([event.track]);
+  $('mix').play().catch(() => {}); // the Join click allows it; a refused autoplay is not fatal
+}
+
+/** Applies a `video.slots` event for this participant: who is in which tile. */
+function applySlots(slots) {
+  for (const entry of slots) {
+    const slot = chorus.slots.find((s) => s.mid === entry.mid);
+    const tile = call.slotTiles.get(entry.mid);
+    if (!slot || !tile) continue;
+    slot.publisherCallId = entry.publisherCallId;
+    slot.publisherUserId = entry.publisherUserId ?? null;
+    tile.dataset.callId = entry.publisherCallId ?? '';
+    tile.classList.toggle('empty', !entry.publisherCallId);
+    tile.querySelector('.name').textContent = entry.publisherCallId ? (slot.publisherUserId ?? '…') : 'empty';
+  }
+  refreshTalking();
+}
+
+/** Samples each slot's video element: is a picture being shown, and how wide. */
+function refreshSlotState() {
+  if (!call) return;
+  for (const slot of chorus.slots) {
+    const video = call.slotTiles.get(slot.mid)?.querySelector('video');
+    if (!video) continue;
+    slot.videoWidth = video.videoWidth;
+    slot.playing = Boolean(slot.publisherCallId) && !video.paused && video.readyState >= 2 && video.videoWidth > 0;
+  }
+}
+
+// -- events -------------------------------------------------------------------------------------
+
+/** Reads the room's Server-Sent Events with fetch (to send the token), resuming after a drop. */
+async function followEvents() {
+  const controller = new AbortController();
+  call.events = controller;
+  let lastId = null;
+  while (call && call.events === controller && !controller.signal.aborted) {
+    try {
+      const headers = { Authorization: `Bearer ${call.token}` };
+      if (lastId !== null) headers['Last-Event-ID'] = lastId;
+      const response = await fetch(`/v1/rooms/${encodeURIComponent(chorus.roomId)}/events`,
+                                   { headers, signal: controller.signal });
+      if (!response.ok) throw new Error(`events: HTTP ${response.status}`);
+      for await (const event of sseEvents(response.body)) {
+        if (event.id) lastId = event.id;
+        handleEvent(JSON.parse(event.data));
+      }
+      return; // the server ended the stream: the room closed
+    } catch (error) {
+      if (controller.signal.aborted) return;
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  }
+}
+
+/** Parses an SSE byte stream into {id, event, data} frames (comments and retry: ignored). */
+async function* sseEvents(body) {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += value.replace(/\r\n?/g, '\n');
+    let end;
+    while ((end = buffer.indexOf('\n\n')) >= 0) {
+      const frame = parseFrame(buffer.slice(0, end));
+      buffer = buffer.slice(end + 2);
+      if (frame.data !== undefined) yield frame;
+    }
+  }
+}
+
+function parseFrame(text) {
+  const frame = {};
+  for (const line of text.split('\n')) {
+    if (!line || line.startsWith(':')) continue;
+    const colon = line.indexOf(':');
+    const name = colon < 0 ? line : line.slice(0, colon);
+    const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
+    frame[name] = name === 'data' && frame.data !== undefined ? `${frame.data}\n${value}` : value;
+  }
+  return frame;
+}
+
+/** One room event: roster, slots, talking, and the end of our own call. */
+function handleEvent(event) {
+  if (!call) return; // a frame that was already buffered when the call ended
+  const own = event.callId && event.callId === chorus.callId;
+  switch (event.type) {
+    case 'participant.joined':
+      call.roster.set(event.callId, { userId: event.userId, muted: false, paused: false });
+      break;
+    case 'participant.established':
+      if (own && chorus.state === 'connecting') setState('established', 'In the call.');
+      break;
+    case 'participant.ended':
+      call.roster.delete(event.callId);
+      setTalking(event.callId, false);
+      if (own) endCall(event.endCause);
+      break;
+    case 'audio.muted': case 'audio.unmuted':
+      updateRoster(event.callId, { muted: event.type === 'audio.muted' });
+      break;
+    case 'video.paused': case 'video.resumed':
+      updateRoster(event.callId, { paused: event.type === 'video.paused' });
+      break;
+    case 'video.slots':
+      if (own) applySlots(event.slots);
+      break;
+    case 'talking.started': case 'talking.stopped':
+      setTalking(event.callId, event.type === 'talking.started');
+      break;
+    case 'room.closed':
+      endCall('roomClosed');
+      break;
+  }
+  renderRoster();
+}
+
+function updateRoster(callId, changes) {
+  const person = call?.roster.get(callId);
+  if (person) Object.assign(person, changes);
+}
+
+function setTalking(callId, talking) {
+  chorus.talking = chorus.talking.filter((id) => id !== callId);
+  if (talking) chorus.talking.push(callId);
+  refreshTalking();
+}
+
+/** Marks the tiles (own preview included) of whoever is talking. */
+function refreshTalking() {
+  if (!call) return;
+  $('self-tile').classList.toggle('talking', chorus.talking.includes(chorus.callId));
+  for (const tile of call.slotTiles.values()) {
+    tile.classList.toggle('talking', Boolean(tile.dataset.callId) && chorus.talking.includes(tile.dataset.callId));
+  }
+}
+
+function renderRoster() {
+  if (!call) return;
+  const items = [...call.roster].map(([callId, person]) => {
+    const li = document.createElement('li');
+    li.textContent = person.userId + (callId === chorus.callId ? ' (you)' : '');
+    li.classList.toggle('talking', chorus.talking.includes(callId));
+    const flags = [person.muted && 'muted', person.paused && 'video paused'].filter(Boolean).join(', ');
+    if (flags) li.insertAdjacentHTML('beforeend', '<span class="flags"></span>');
+    if (flags) li.lastChild.textContent = `(${flags})`;
+    return li;
+  });
+  $('roster').replaceChildren(...items);
+}
+
+// -- controls -----------------------------------------------------------------------------------
+
+/** PATCHes this participant; the server's answer is the truth for the buttons. */
+async function patchSelf(changes) {
+  const updated = await api(participantPath(), { method: 'PATCH', body: changes, token: call.token });
+  chorus.audioMuted = updated.audioMuted;
+  chorus.videoPaused = updated.videoPaused;
+  // Stop sending locally too: the server drops it anyway, and the camera light should tell.
+  call.stream.getAudioTracks().forEach((t) => { t.enabled = !updated.audioMuted; });
+  call.stream.getVideoTracks().forEach((t) => { t.enabled = !updated.videoPaused; });
+  renderControls();
+}
+
+function participantPath() {
+  return `/v1/rooms/${encodeURIComponent(chorus.roomId)}/participants/${chorus.callId}`;
+}
+
+function renderControls() {
+  $('mute').textContent = chorus.audioMuted ? 'Unmute' : 'Mute';
+  $('mute').setAttribute('aria-pressed', String(chorus.audioMuted));
+  $('pause').textContent = chorus.videoPaused ? 'Resume video' : 'Pause video';
+  $('pause').setAttribute('aria-pressed', String(chorus.videoPaused));
+  $('self-tile').classList.toggle('paused', chorus.videoPaused);
+}
+
+/** Hangs up: the server ends the call (hungUp), then the statistics are uploaded. */
+async function leave() {
+  if (!call || call.ending) return;
+  call.ending = true; // our own participant.ended event must not end the call a second time
+  setState('leaving', 'Leaving…');
+  const stats = await collectStatistics();
+  try {
+    await api(participantPath(), { method: 'DELETE', token: call.token });
+  } catch (error) {
+    if (error.status !== 404) console.warn('leave', error); // 404: the call had already ended
+  }
+  await finish('hungUp', stats);
+}
+
+// -- call end -----------------------------------------------------------------------------------
+
+/** The call ended on the server's side (kicked, room closed, failed): upload and clean up. */
+async function endCall(cause) {
+  if (!call || call.ending) return;
+  call.ending = true;
+  await finish(cause, await collectStatistics());
+}
+
+/** Everything `pc.getStats()` reports, by id, trimmed to what the server accepts. */
+async function collectStatistics() {
+  if (!call?.pc) return {};
+  const report = {};
+  (await call.pc.getStats()).forEach((entry) => { report[entry.id] = entry; });
+  // Least useful first: certificates (long base64) and codec lists go before media counters.
+  for (const type of ['certificate', 'codec', 'local-candidate', 'remote-candidate', 'media-source']) {
+    if (JSON.stringify(report).length <= MAX_STATISTICS_BYTES) break;
+    for (const [id, entry] of Object.entries(report)) if (entry.type === type) delete report[id];
+  }
+  return report;
+}
+
+/** Uploads the statistics as the SDK does at call end; an Idempotency-Key makes a retry safe. */
+async function uploadStatistics(cause, stats) {
+  const body = {
+    client: 'chorus-web', userAgent: navigator.userAgent, callId: chorus.callId, roomId: chorus.roomId,
+    userId: chorus.userId, endCause: cause, endedAt: new Date().toISOString(), rtcStats: stats,
+  };
+  for (let attempt = 0; attempt < 3; attempt++) {
+    try {
+      const receipt = await api(`/v1/calls/${chorus.callId}/statistics`, {
+        method: 'POST', body, token: call.token, headers: { 'Idempotency-Key': `end-${chorus.callId}` },
+      });
+      chorus.statisticsId = receipt.statisticsId;
+      chorus.uploaded = true;
+      return;
+    } catch (error) {
+      if (error.status && error.status < 500 && error.status !== 429) return void console.warn('statistics', error);
+      await new Promise((resolve) => setTimeout(resolve, 500 * (attempt + 1)));
+    }
+  }
+}
+
+/** Closes the connection, uploads, and puts the page back to the join form. */
+async function finish(cause, stats) {
+  const ended = call;
+  ended.ending = true;
+  ended.events?.abort();
+  clearInterval(ended.slotTimer);
+  ended.pc?.close();
+  ended.stream?.getTracks().forEach((t) => t.stop());
+  chorus.endCause = cause;
+  if (chorus.callId) await uploadStatistics(cause, stats);
+  for (const tile of ended.slotTiles.values()) tile.remove();
+  call = null;
+  chorus.talking = [];
+  showCall(false);
+  setState('ended', `Call ended (${cause}).${chorus.uploaded ? ' Statistics uploaded.' : ''}`);
+}
+
+/** A join that did not get through: report it and release the camera. */
+async function fail(error) {
+  console.error(error);
+  chorus.error = error.message;
+  const failed = call;
+  if (failed) {
+    failed.pc?.close();
+    failed.stream?.getTracks().forEach((t) => t.stop());
+    clearInterval(failed.slotTimer);
+    for (const tile of failed.slotTiles.values()) tile.remove();
+  }
+  call = null;
+  showCall(false);
+  setState('failed', `Could not join: ${error.message}`, true);
+}
+
+// -- page ---------------------------------------------------------------------------------------
+
+function setState(state, message, isError = false) {
+  chorus.state = state;
+  $('status').textContent = message;
+  $('status').classList.toggle('error', isError);
+  const busy = ['joining', 'connecting', 'established', 'leaving'].includes(state);
+  for (const id of ['join', 'room', 'user']) $(id).disabled = busy;
+}
+
+function showCall(visible) {
+  $('call').hidden = !visible;
+  $('self-name').textContent = `${chorus.userId} (you)`;
+  renderControls();
+  if (!visible) $('roster').replaceChildren();
+}
+
+/** Prefills the form from `?room=&user=`, or a random user name so two tabs differ. */
+function prefill() {
+  const query = new URLSearchParams(location.search);
+  $('room').value = query.get('room') || $('room').value;
+  $('user').value = query.get('user') || `user-${Math.random().toString(36).slice(2, 8)}`;
+}
+
+function wireControls() {
+  $('join-form').addEventListener('submit', (event) => {
+    event.preventDefault();
+    join($('room').value.trim(), $('user').value.trim());
+  });
+  const report = (error) => { chorus.error = error.message; $('status').textContent = error.message; };
+  $('mute').addEventListener('click', () => patchSelf({ audioMuted: !chorus.audioMuted }).catch(report));
+  $('pause').addEventListener('click', () => patchSelf({ videoPaused: !chorus.videoPaused }).catch(report));
+  $('leave').addEventListener('click', () => leave());
+  // Closing the tab hangs up at once (keepalive outlives the page) instead of a 30 s timeout.
+  window.addEventListener('pagehide', () => {
+    if (call && chorus.callId) api(participantPath(), { method: 'DELETE', token: call.token, keepalive: true })
+      .catch(() => {});
+  });
+}
+
+Object.assign(chorus, { join, leave });
+prefill();
+wireControls();
