@@ -16,7 +16,7 @@ extension AnswerBuilder {
     /// Header extensions parsed from offers but not answered (see `videoFeedback`).
     static let unansweredExtensions: Set<String> = [ExtensionMap.URI.transportWideCC]
 
-    func audioSection(_ audio: AudioSection, proto: String, isBundleTag: Bool) -> MediaDescription {
+    func audioSection(_ audio: AudioSection, proto: String) -> MediaDescription {
         let pt = audio.opusPayloadType
         let sends = audio.answerDirection.sends
         var attributes = transportAttributes(inMediaSection: true)
@@ -33,7 +33,7 @@ extension AnswerBuilder {
     }
 
     /// `stream` is the slot stream the server sends here, nil for a receive-only camera section.
-    func videoSection(_ video: VideoSection, stream: OutgoingStream?, proto: String, isBundleTag: Bool)
+    func videoSection(_ video: VideoSection, stream: OutgoingStream?, proto: String)
         -> MediaDescription
     {
         let codec = video.codec

@@ -37,10 +37,9 @@ public struct AnswerBuilder: Sendable {
         guard local.slotStreams.count == analysis.slots.count else {
             throw .slotStreamCount(expected: analysis.slots.count, provided: local.slotStreams.count)
         }
-        let tagMid = analysis.bundleMids.first
         var media: [MediaDescription] = []
         for plan in analysis.sections {
-            media.append(try section(for: plan, isBundleTag: plan.mid != nil && plan.mid == tagMid))
+            media.append(try section(for: plan))
         }
         // The transport attributes are also written at session level, where every section
         // inherits them: aiortc refuses an answer in which any m= section, rejected ones
@@ -59,16 +58,16 @@ public struct AnswerBuilder: Sendable {
         try build().text
     }
 
-    private func section(for plan: SectionPlan, isBundleTag: Bool) throws(AnswerError) -> MediaDescription {
+    private func section(for plan: SectionPlan) throws(AnswerError) -> MediaDescription {
         switch plan.role {
         case .rejected:
             return rejectedSection(plan)
         case .audio:
-            return audioSection(analysis.audio, proto: plan.proto, isBundleTag: isBundleTag)
+            return audioSection(analysis.audio, proto: plan.proto)
         case .camera:
             // The camera is only received; the plan's index always has the camera's section.
             guard let camera = analysis.camera else { return rejectedSection(plan) }
-            return videoSection(camera.video, stream: nil, proto: plan.proto, isBundleTag: isBundleTag)
+            return videoSection(camera.video, stream: nil, proto: plan.proto)
         case .slot, .cameraAndSlot:
             guard let slotIndex = analysis.slotIndex(ofMLine: plan.mLineIndex),
                   local.slotStreams.indices.contains(slotIndex)
@@ -76,7 +75,7 @@ public struct AnswerBuilder: Sendable {
             let video = analysis.slots[slotIndex]
             let stream = local.slotStreams[slotIndex]
             if video.codec.rtxPayloadType != nil, stream.rtxSSRC == nil { throw .missingRTXSSRC(mid: video.mid) }
-            return videoSection(video, stream: stream, proto: plan.proto, isBundleTag: isBundleTag)
+            return videoSection(video, stream: stream, proto: plan.proto)
         }
     }
 
