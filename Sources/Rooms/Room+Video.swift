@@ -135,7 +135,7 @@ extension Room {
             for sequence in item {
                 participants[subscriber]?.video.statistics.nacksReceived &+= 1
                 guard let (mapping, sourceSequence) = slot.rewriter.mapping(forSlotSequence: sequence),
-                      let publisher = participantID(publishingSSRC: mapping.source),
+                      let publisher = publisherOf(mapping.source, likely: slot.publisher),
                       let cached = participants[publisher]?.video.publisher?.cache.packet(sourceSequence, now: now),
                       let header = try? RTPHeader(parsing: cached)
                 else { continue }
@@ -154,8 +154,11 @@ extension Room {
         }
     }
 
-    private func participantID(publishingSSRC ssrc: SSRC) -> CallID? {
-        joinOrder.first { participants[$0]?.video.publisher?.ssrc == ssrc }
+    /// The participant whose camera is `ssrc`: almost always the slot's current publisher, so
+    /// that is checked before scanning the room.
+    private func publisherOf(_ ssrc: SSRC, likely: CallID?) -> CallID? {
+        if let likely, participants[likely]?.video.publisher?.ssrc == ssrc { return likely }
+        return joinOrder.first { participants[$0]?.video.publisher?.ssrc == ssrc }
     }
 
     /// A subscriber's REMB covers everything it receives: each slot it fills gets an equal share,
