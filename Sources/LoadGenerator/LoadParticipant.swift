@@ -147,12 +147,21 @@ final class LoadParticipant: @unchecked Sendable {
         guard let srtp else { return }
         let index = frameIndex % audio.frames.count
         if isBurstTalker, audio.burstStarts.contains(index) { timeline.burstSent(at: now) }
-        var packet: [UInt8] = [0x90, (frameIndex == 0 ? 0x80 : 0) | LoadSDP.opusPayloadType,
-                               UInt8(sequenceNumber >> 8), UInt8(sequenceNumber & 0xFF)]
-        Self.append32(timestamp, to: &packet)
-        Self.append32(audioSSRC, to: &packet)
-        // RFC 8285 one-byte header extension: the RFC 6464 level (V bit clear, as aiortc).
-        packet += [0xBE, 0xDE, 0x00, 0x01, LoadSDP.audioLevelExtensionID << 4, audio.levels[index], 0, 0]
+        var packet: [UInt8] = []
+        packet.reserveCapacity(20 + audio.frames[index].count + 16)
+        packet.appendWriting(count: 20) { writer in
+            writer.put(0x90)  // V=2, one header extension
+            writer.put((frameIndex == 0 ? 0x80 : 0) | LoadSDP.opusPayloadType)
+            writer.put16(sequenceNumber)
+            writer.put32(timestamp)
+            writer.put32(audioSSRC)
+            // RFC 8285 one-byte header extension: the RFC 6464 level (V bit clear, as aiortc).
+            writer.put16(0xBEDE)
+            writer.put16(1)
+            writer.put(LoadSDP.audioLevelExtensionID << 4)
+            writer.put(audio.levels[index])
+            writer.put16(0)
+        }
         packet += audio.frames[index]
         do {
             try srtp.protectRTP(&packet)
@@ -253,7 +262,4 @@ final class LoadParticipant: @unchecked Sendable {
         return offset..<end
     }
 
-    private static func append32(_ value: UInt32, to out: inout [UInt8]) {
-        out += [UInt8(value >> 24), UInt8((value >> 16) & 0xFF), UInt8((value >> 8) & 0xFF), UInt8(value & 0xFF)]
-    }
 }

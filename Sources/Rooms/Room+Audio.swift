@@ -32,18 +32,19 @@ extension Room {
     /// client's RFC 6464 level when it sends one.
     func receiveAudio(_ rtp: RTPPacket, callId: CallID, now: MediaTime) {
         let header = rtp.header
-        // Mutated in place through the dictionary: a local copy of the participant's audio
-        // would share its jitter buffer's storage, and the insert would then copy all of it.
-        guard participants[callId]?.audio.payloadType == header.payloadType.rawValue else { return }
-        if participants[callId]?.audio.remoteSSRC != header.ssrc {
-            participants[callId]?.audio.remoteSSRC = header.ssrc
+        // Mutated in place through the (class) participant: a local copy of its audio state
+        // would share the jitter buffer's storage, and the insert would then copy all of it.
+        guard let participant = participants[callId], participant.audio.payloadType == header.payloadType.rawValue
+        else { return }
+        if participant.audio.remoteSSRC != header.ssrc {
+            participant.audio.remoteSSRC = header.ssrc
             if let handle = mixer.handle(for: callId) { _ = mixer.setSSRC(header.ssrc, for: handle) }
         }
-        if let id = participants[callId]?.audio.levelExtensionID, header.hasExtension,
+        if let id = participant.audio.levelExtensionID, header.hasExtension,
            let value = rtp.headerExtensions.first(id: UInt8(truncatingIfNeeded: id)), let byte = value.first {
-            participants[callId]?.audio.lastLevel = (SSRCAudioLevel(byte: byte), now)
+            participant.audio.lastLevel = (SSRCAudioLevel(byte: byte), now)
         }
-        participants[callId]?.audio.receive.insert(
+        participant.audio.receive.insert(
             sequenceNumber: header.sequenceNumber, timestamp: header.timestamp, payload: Array(rtp.payload),
             arrival: now, marker: header.marker)
     }

@@ -11,7 +11,8 @@ extension Room {
     func receiveVideo(_ bytes: [UInt8], header: RTPHeader, callId: CallID, now: MediaTime) {
         // The publisher's small fields only: a copy of the whole state held across the cache
         // insert below would share the cache's storage and make that insert copy it.
-        guard let publisher = participants[callId]?.video.publisher?.summary else { return }
+        guard let participant = participants[callId], let publisher = participant.video.publisher?.summary
+        else { return }
         var packet = bytes
         var header = header
         if let rtxType = publisher.rtxPayloadType, header.payloadType.rawValue == rtxType {
@@ -22,18 +23,18 @@ extension Room {
         } else if header.payloadType.rawValue != publisher.payloadType {
             return
         }
-        if publisher.ssrc == nil { participants[callId]?.video.publisher?.ssrc = header.ssrc }
-        guard header.ssrc == participants[callId]?.video.publisher?.ssrc else { return }
-        participants[callId]?.video.statistics.packetsReceived &+= 1
-        participants[callId]?.video.statistics.bytesReceived &+= UInt64(bytes.count)
+        if publisher.ssrc == nil { participant.video.publisher?.ssrc = header.ssrc }
+        guard header.ssrc == participant.video.publisher?.ssrc else { return }
+        participant.video.statistics.packetsReceived &+= 1
+        participant.video.statistics.bytesReceived &+= UInt64(bytes.count)
         let wasShowable = publisher.isShowable
-        participants[callId]?.video.publisher?.lastPacketAt = now
-        participants[callId]?.video.publisher?.loss.received(header.sequenceNumber, now: now)
+        participant.video.publisher?.lastPacketAt = now
+        participant.video.publisher?.loss.received(header.sequenceNumber, now: now)
         guard header.payloadRange.count > 0 else { return }  // padding-only probes are not video
-        participants[callId]?.video.publisher?.cache.insert(packet, sequenceNumber: header.sequenceNumber, arrival: now)
-        if participants[callId]?.videoPaused == true { return }
+        participant.video.publisher?.cache.insert(packet, sequenceNumber: header.sequenceNumber, arrival: now)
+        if participant.videoPaused { return }
         if publisher.inactive {
-            participants[callId]?.video.publisher?.inactive = false
+            participant.video.publisher?.inactive = false
             emit("video.resumed", participantFields(callId))
         }
         if !wasShowable || publisher.inactive { reassignSlots(now: now) }
@@ -49,32 +50,28 @@ extension Room {
         let keyframe = KeyframeDetector.isKeyframeStart(codec: codec, payload: payload, vp8: vp8)
         if keyframe { participants[callId]?.video.publisher?.keyframes.keyframeReceived() }
         for (subscriber, index) in slotViewers[callId] ?? [] {
-            // Only small fields are read: a copy of the slot would keep its rewriter's history
-            // shared, and the rewrite below would then copy it.
-            guard participants[subscriber]?.state == .established,
-                  participants[subscriber]?.video.slots.indices.contains(index) == true,
-                  participants[subscriber]?.video.slots[index].codec == codec
+            // One lookup, then in place through the (class) participant: only small fields are
+            // read, since a copy of the slot would share its rewriter's history and make the
+            // rewrite copy it.
+            guard let viewer = participants[subscriber], viewer.state == .established,
+                  viewer.video.slots.indices.contains(index), viewer.video.slots[index].codec == codec
             else { continue }
-            if participants[subscriber]?.video.slots[index].pending == callId {
+            if viewer.video.slots[index].pending == callId {
                 guard keyframe else { continue }
-                participants[subscriber]?.video.slots[index].rewriter.switchSource(
+                viewer.video.slots[index].rewriter.switchSource(
                     to: header.ssrc, at: header, vp8: vp8, now: now, clockRate: clockRate)
-                participants[subscriber]?.video.slots[index].publisher = callId
-                participants[subscriber]?.video.slots[index].pending = nil
-                participants[subscriber]?.video.statistics.slotSwitches &+= 1
+                viewer.video.slots[index].publisher = callId
+                viewer.video.slots[index].pending = nil
+                viewer.video.statistics.slotSwitches &+= 1
             }
-            guard participants[subscriber]?.video.slots[index].publisher == callId,
-                  participants[subscriber]?.video.slots[index].rewriter.rewrite(
-                      packet, header: header, vp8: vp8, now: now, into: &videoScratch) != nil
+            guard viewer.video.slots[index].publisher == callId,
+                  viewer.video.slots[index].rewriter.rewrite(
+                      packet, header: header, vp8: vp8, now: now, into: &videoScratch) != nil,
+                  viewer.transport.sendRTP(videoScratch, now: now)
             else { continue }
-            sendVideo(videoScratch, to: subscriber, now: now)
+            viewer.video.statistics.packetsForwarded &+= 1
+            viewer.video.statistics.bytesForwarded &+= UInt64(videoScratch.count)
         }
-    }
-
-    func sendVideo(_ packet: [UInt8], to subscriber: CallID, now: MediaTime) {
-        guard let transport = participants[subscriber]?.transport, transport.sendRTP(packet, now: now) else { return }
-        participants[subscriber]?.video.statistics.packetsForwarded &+= 1
-        participants[subscriber]?.video.statistics.bytesForwarded &+= UInt64(packet.count)
     }
 
     /// Video feedback from a subscriber (about its slots): keyframe requests go to the

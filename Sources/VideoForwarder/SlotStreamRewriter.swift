@@ -25,13 +25,14 @@ public struct SlotMapping: Sendable, Equatable {
     ) -> UInt16 {
         let sequence = header.sequenceNumber &+ sequenceDelta
         out.removeAll(keepingCapacity: true)
-        out.append(0x81)  // V=2, no padding, no extension, one CSRC
-        out.append((header.marker ? 0x80 : 0) | payloadType.rawValue)
-        out.append(UInt8(truncatingIfNeeded: sequence >> 8))
-        out.append(UInt8(truncatingIfNeeded: sequence))
-        Self.append32(header.timestamp &+ timestampDelta, to: &out)
-        Self.append32(ssrc.rawValue, to: &out)
-        Self.append32(source.rawValue, to: &out)
+        out.appendWriting(count: 16) { writer in
+            writer.put(0x81)  // V=2, no padding, no extension, one CSRC
+            writer.put((header.marker ? 0x80 : 0) | payloadType.rawValue)
+            writer.put16(sequence)
+            writer.put32(header.timestamp &+ timestampDelta)
+            writer.put32(ssrc.rawValue)
+            writer.put32(source.rawValue)
+        }
         let payloadOffset = out.count
         let range = header.payloadRange
         guard range.lowerBound >= 0, range.upperBound <= packet.count, range.lowerBound <= range.upperBound else {
@@ -50,13 +51,6 @@ public struct SlotMapping: Sendable, Equatable {
             }
         }
         return sequence
-    }
-
-    static func append32(_ value: UInt32, to out: inout [UInt8]) {
-        out.append(UInt8(truncatingIfNeeded: value >> 24))
-        out.append(UInt8(truncatingIfNeeded: value >> 16))
-        out.append(UInt8(truncatingIfNeeded: value >> 8))
-        out.append(UInt8(truncatingIfNeeded: value))
     }
 }
 
@@ -116,7 +110,9 @@ public struct SlotStreamRewriter: Sendable {
         to source: SSRC, at header: RTPHeader, vp8: VP8PayloadDescriptor?, now: MediaTime, clockRate: UInt32 = 90_000
     ) {
         let elapsed = lastWrittenAt.map { now.nanoseconds(since: $0) } ?? 0
-        let ticks = UInt32(truncatingIfNeeded: min(elapsed, 10_000_000_000) * UInt64(clockRate) / 1_000_000_000)
+        // In microseconds, so no clock rate (a UInt32) can overflow the product.
+        let micros = min(elapsed, 10_000_000_000) / 1_000
+        let ticks = UInt32(truncatingIfNeeded: micros * UInt64(clockRate) / 1_000_000)
         let timestamp = lastTimestamp &+ max(1, ticks)
         let pictureDelta: UInt16 = switch (lastPictureID, vp8?.pictureID) {
         case let (last?, first?): ((last &+ 1) &- first) & 0x7FFF
