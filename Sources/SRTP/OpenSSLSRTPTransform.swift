@@ -92,12 +92,22 @@ public final class OpenSSLSRTPTransform: SRTPTransform, @unchecked Sendable {
         }
     }
 
+    /// Receive state is kept for at most this many SSRCs. A WebRTC peer uses a handful; the
+    /// bound keeps an authenticated but hostile peer from growing the table without limit by
+    /// cycling SSRCs (libsrtp2 has no such bound; this is the one place the two differ).
+    static let maximumReceivedSSRCs = 256
+
+    private func refuseBeyondMaximumSSRCs(known: Bool) throws(SRTPError) {
+        if !known, received.count >= Self.maximumReceivedSSRCs { throw .failed(code: LibSRTPStatus.initFail) }
+    }
+
     public func unprotectRTP(_ packet: inout [UInt8]) throws(SRTPError) {
         guard packet.count >= 12, packet.count <= 65_535 else { throw .malformed }
         let headerLength = try Self.rtpHeaderLength(packet)
         let ssrc = Self.uint32(packet, 8)
         let sequenceNumber = Self.uint16(packet, 2)
         let slot = received.slot(for: ssrc)
+        try refuseBeyondMaximumSSRCs(known: slot != nil)
         let index: UInt64, delta: Int
         if let slot {
             (index, delta) = received.streams[slot].rtp.estimate(sequenceNumber)
@@ -159,6 +169,7 @@ public final class OpenSSLSRTPTransform: SRTPTransform, @unchecked Sendable {
         // otherwise before anything else. AEAD accepts both (RFC 7714 §9.3).
         if profile == .aes128CMHMACSHA1_80, !encrypted { throw .failed(code: LibSRTPStatus.cantCheck) }
         let slot = received.slot(for: ssrc)
+        try refuseBeyondMaximumSSRCs(known: slot != nil)
         if let slot, received.streams[slot].rtcp.check(index) != .fresh { throw .replayed }
         // Unencrypted AEAD SRTCP is AAD up to the tag, then the index word. (When only the word
         // crosses the limit, libsrtp2 also leaves the body in its AAD buffer and fails the next

@@ -366,6 +366,25 @@ struct OpenSSLSRTPInteropTests {
         #expect(call.unprotect(packets[0], rtcp: true).error == .replayed)
     }
 
+    /// The one deliberate difference from libsrtp2: receive state for at most 256 SSRCs, so an
+    /// authenticated peer cycling SSRCs cannot grow it without bound. Known SSRCs keep working.
+    @Test(arguments: SRTPProtectionProfile.allCases)
+    func receiveStateIsBoundedInSSRCs(_ profile: SRTPProtectionProfile) throws {
+        let length = profile.keyLength + profile.saltLength
+        let a = [UInt8](repeating: 3, count: length), b = [UInt8](repeating: 4, count: length)
+        let sender = try OpenSSLSRTPTransform(SRTPKeyingMaterial(profile: profile, local: a, remote: b))
+        let receiver = try OpenSSLSRTPTransform(SRTPKeyingMaterial(profile: profile, local: b, remote: a))
+        func send(_ ssrc: UInt32, seq: UInt16) throws(SRTPError) {
+            var packet = rtpPacket(seq: seq, ssrc: ssrc, payload: 20)
+            try sender.protectRTP(&packet)
+            try receiver.unprotectRTP(&packet)
+        }
+        for ssrc in 1...UInt32(OpenSSLSRTPTransform.maximumReceivedSSRCs) { try send(ssrc, seq: 1) }
+        #expect(throws: SRTPError.failed(code: 5)) { try send(100_000, seq: 1) }
+        try send(1, seq: 2)
+        try send(256, seq: 2)
+    }
+
     @Test(arguments: SRTPProtectionProfile.allCases)
     func srtcpIndexStopsBeforeWrapping(_ profile: SRTPProtectionProfile) throws {
         // libsrtp2 stops at index 2^31 − 1 with key_expired (15); reaching it there takes 2^31
