@@ -89,6 +89,7 @@ extension Room {
         mixer.removeParticipant(callId)
         joinOrder.removeAll { $0 == callId }
         recentSpeakers.removeAll { $0 == callId }
+        for id in joinOrder { participants[id]?.video.publisher?.estimates[callId] = nil }
         reassignSlots(now: lastPacketTime)
         media?.routing.unregister(ufrag: participant.ufrag)
         for address in participant.boundAddresses { media?.routing.unbind(address) }
