@@ -42,6 +42,12 @@ let package = Package(
             providers: [.apt(["libopus-dev"])]
         ),
 
+        // libvpx: the load generator's VP8 camera (encoded once at start).
+        .systemLibrary(
+            name: "CVPX", pkgConfig: "vpx",
+            providers: [.apt(["libvpx-dev"])]
+        ),
+
         // Shared vocabulary: identifiers and their validation rules.
         .target(name: "ChorusCore", swiftSettings: strict),
 
@@ -85,7 +91,7 @@ let package = Package(
         .target(
             name: "LoadGenerator",
             dependencies: [
-                "ChorusCore", "Auth", "ICELite", "STUN", "DTLS", "SRTP", "AudioMixer",
+                "ChorusCore", "Auth", "ICELite", "STUN", "DTLS", "SRTP", "AudioMixer", "RTCP", "CVPX",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
@@ -184,7 +190,7 @@ let package = Package(
         .testTarget(name: "AudioMixerCodecTests", dependencies: ["AudioMixer", "ChorusCore", "COpus"]),
         .testTarget(name: "AudioMixerTests", dependencies: ["AudioMixer", "ChorusCore", "RTP"]),
         .testTarget(name: "VideoForwarderTests", dependencies: ["VideoForwarder", "ChorusCore", "RTP"]),
-        .testTarget(name: "LoadGeneratorTests", dependencies: ["LoadGenerator"]),
+        .testTarget(name: "LoadGeneratorTests", dependencies: ["LoadGenerator", "RTP"]),
         .testTarget(name: "SDPTests", dependencies: ["SDP", "ChorusCore"], resources: [.copy("Fixtures")]),
         .testTarget(name: "RTPTests", dependencies: ["RTP", "ChorusCore"]),
         .testTarget(name: "RTCPTests", dependencies: ["RTCP", "ChorusCore"]),

@@ -24,6 +24,8 @@ final class RoomTimeline: @unchecked Sendable {
 /// One simulated participant: the client side of ICE (checks with USE-CANDIDATE, consent
 /// refreshes), DTLS (client role) and SRTP, sending its pre-encoded Opus every 20 ms and
 /// receiving the room's mix. Probe listeners also decode the mix to time the burst onsets.
+/// With video it also sends its pre-encoded VP8 camera at 15 fps (restarting at the keyframe
+/// on PLI or FIR) and counts the frames forwarded into its slots (`LoadParticipant+Video`).
 ///
 /// Confined to the generator's single event loop (hence `@unchecked Sendable`): the runner
 /// calls `start` with the answer, `tick` every 20 ms and `receive` for each datagram; the
@@ -41,6 +43,10 @@ final class LoadParticipant: @unchecked Sendable {
     var expectsAudio = true
     let localICE = ICECredentials.random()
     let audioSSRC = UInt32.random(in: 1...UInt32.max)
+    let videoSSRC = UInt32.random(in: 1...UInt32.max)
+    /// The camera this participant sends, if any, and its receive-only video slots.
+    let video: LoadVideo?
+    let slots: Int
     var send: ([UInt8]) -> Void = { _ in }
     private(set) var phase = Phase.joining
     var joinStartedAt = MediaTime.now()
@@ -51,24 +57,33 @@ final class LoadParticipant: @unchecked Sendable {
     private var pendingCheck: TransactionID?
     private var nextCheckAt = MediaTime(nanoseconds: 0)
     private var dtls: DTLSEndpoint?
-    private var srtp: OpenSSLSRTPTransform?
+    var srtp: OpenSSLSRTPTransform?
     private var frameIndex = 0
     /// When the next 20 ms frame is due: each participant keeps its own phase, as real
     /// clients do, and a late loop is caught up by at most three frames.
     private var nextFrameAt: MediaTime?
     private var sequenceNumber = UInt16.random(in: 0...UInt16.max)
     private var timestamp = UInt32.random(in: 0...UInt32.max)
+    /// Audio streams received (the mix), by SSRC.
     private(set) var streams: [UInt32: ReceivedStream] = [:]
+    /// Video state (`LoadParticipant+Video`): the next camera frame, its due time and RTP state.
+    var videoSender = VideoSender()
+    /// Video streams received in the slots, by SSRC, and the frames completed (marker bits).
+    var videoStreams: [UInt32: ReceivedStream] = [:]
+    var videoFramesReceived = 0
+    var keyframeRequestsReceived = 0
     private var probe: OpusDecoder?
     private var pcm = [Int16](repeating: 0, count: 5_760)
     private var quietFrames = 100
     /// Mouth-to-ear latencies measured by this probe, milliseconds, and when.
     private(set) var latencies: [(at: MediaTime, ms: Double)] = []
-    private(set) var errors: [String] = []
+    var errors: [String] = []
 
     init(room: Int, userId: String, audio: LoadAudio, timeline: RoomTimeline, isBurstTalker: Bool, isProbe: Bool,
-         dtlsContext: DTLSContext) {
+         dtlsContext: DTLSContext, video: LoadVideo? = nil, slots: Int = 0) {
         self.room = room
+        self.video = video
+        self.slots = video == nil ? 0 : slots
         self.userId = userId
         self.audio = audio
         self.timeline = timeline
@@ -77,9 +92,9 @@ final class LoadParticipant: @unchecked Sendable {
         probe = isProbe ? try? OpusDecoder() : nil
     }
 
-    func offer(port: Int) -> String {
-        LoadSDP.offer(ice: localICE, fingerprint: dtlsContext.certificate.sdpFingerprint, port: port,
-                      audioSSRC: audioSSRC)
+    func offer(host: String = "127.0.0.1", port: Int) -> String {
+        LoadSDP.offer(ice: localICE, fingerprint: dtlsContext.certificate.sdpFingerprint, host: host, port: port,
+                      media: .init(audioSSRC: audioSSRC, videoSSRC: video == nil ? nil : videoSSRC, slots: slots))
     }
 
     /// The answer arrived: start ICE toward its candidate.
@@ -129,6 +144,7 @@ final class LoadParticipant: @unchecked Sendable {
             sent += 1
         }
         nextFrameAt = next <= now ? now.adding(milliseconds: 20) : next
+        if video != nil { tickVideo(now: now) }
     }
 
     /// Reception totals, and those of the last interval (for the per-second samples).
@@ -219,13 +235,20 @@ final class LoadParticipant: @unchecked Sendable {
         guard let srtp, datagram.count >= 12 else { return }
         var packet = datagram
         if (192...223).contains(packet[1]) {
-            _ = try? srtp.unprotectRTCP(&packet)  // reports about our stream; not needed here
+            // Reports about our streams; only keyframe requests matter to a pre-encoded camera.
+            if (try? srtp.unprotectRTCP(&packet)) != nil { receiveRTCP(packet) }
             return
         }
         guard (try? srtp.unprotectRTP(&packet)) != nil else { return }
         let sequence = UInt16(packet[2]) << 8 | UInt16(packet[3])
         let timestamp = UInt32(packet[4]) << 24 | UInt32(packet[5]) << 16 | UInt32(packet[6]) << 8 | UInt32(packet[7])
         let ssrc = UInt32(packet[8]) << 24 | UInt32(packet[9]) << 16 | UInt32(packet[10]) << 8 | UInt32(packet[11])
+        if packet[1] & 0x7F == LoadSDP.vp8PayloadType {
+            videoStreams[ssrc, default: ReceivedStream(clockRate: 90_000)]
+                .received(sequenceNumber: sequence, timestamp: timestamp, arrival: now)
+            if packet[1] & 0x80 != 0 { videoFramesReceived += 1 }
+            return
+        }
         streams[ssrc, default: ReceivedStream(clockRate: 48_000)]
             .received(sequenceNumber: sequence, timestamp: timestamp, arrival: now)
         if probe != nil { decodeProbe(packet, now: now) }

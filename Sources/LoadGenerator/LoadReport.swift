@@ -66,7 +66,10 @@ public enum LoadReport {
                 + "\(results.audioPacketsExpected) packets received)"),
             ("Audio jitter", percentiles(results.audioJitter, [50, 95])),
             ("Mouth-to-ear", percentiles(results.mouthToEar, [50, 95, 99])),
-            ("Video received", "\(results.videoFramesReceived) frames, \(results.videoPacketsReceived) packets"),
+            ("Video received", results.scenario.video
+                ? "\(results.subscribersWithVideo) of \(results.videoSubscribers) subscribers, "
+                    + "\(results.videoFramesReceived) frames, loss \(number(results.videoLossPercent, 2)) %"
+                : "no video in this run"),
             ("Server", "\(results.serverCPUCores.map { number($0, 2) + " cores" } ?? "CPU unknown"), "
                 + (results.serverMemoryMB.map { number($0, 0) + " MB peak" } ?? "memory unknown")),
             ("Generator CPU", number(results.generatorCPUCores, 2) + " cores"),

@@ -104,8 +104,14 @@ public struct LoadResults: Codable, Sendable, Equatable {
     public var audioJitter: Distribution
     /// Tone-burst onset sent by a talker → onset decoded by a probe listener.
     public var mouthToEar: Distribution
+    /// Video (with `--video`): frames completed (marker bits) and packets received in all slots,
+    /// the subscribers that should have received video and those that did, and the loss over
+    /// every slot stream (RFC 3550 A.3), percent.
     public var videoFramesReceived: Int
     public var videoPacketsReceived: Int
+    public var videoSubscribers: Int
+    public var subscribersWithVideo: Int
+    public var videoLossPercent: Double
     /// Mean CPU over the steady part of the run (cores) and peak resident memory.
     public var serverCPUCores: Double?
     public var serverMemoryMB: Double?

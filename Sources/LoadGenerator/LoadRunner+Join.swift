@@ -24,7 +24,8 @@ final class LoadDatagramHandler: ChannelInboundHandler, @unchecked Sendable {
 extension LoadRunner {
     /// Joins everyone at the ramp-up rate, a few joins in flight at once, room by room in turn
     /// (so every room fills at the same pace).
-    func joinAll(context: DTLSContext, audio: (burst: LoadAudio, speech: LoadAudio, silence: LoadAudio)) async throws {
+    func joinAll(context: DTLSContext, audio: (burst: LoadAudio, speech: LoadAudio, silence: LoadAudio),
+                 camera: LoadVideo?) async throws {
         let interval = 1.0 / max(configuration.rampUpPerSecond, 0.1)
         let total = configuration.rooms * configuration.participants
         let timelines = (0..<configuration.rooms).map { _ in RoomTimeline() }
@@ -39,7 +40,7 @@ extension LoadRunner {
                     room: room, userId: "load-\(runID)-r\(room)-p\(position)", audio: kind, timeline: timelines[room],
                     isBurstTalker: position == 0 && configuration.talkers > 0,
                     isProbe: position >= configuration.talkers && position < configuration.talkers + configuration.probesPerRoom,
-                    dtlsContext: context)
+                    dtlsContext: context, video: camera, slots: configuration.slots)
                 let talks = position < configuration.talkers
                 participant.expectsAudio = configuration.talkers > (talks ? 1 : 0)
                 if inFlight >= 8 {

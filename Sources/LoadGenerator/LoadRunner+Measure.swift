@@ -52,6 +52,7 @@ extension LoadRunner {
         }
         var received = 0, expected = 0, withAudio = 0, jitters: [Double] = []
         var deaf: [String] = []
+        let video = videoTotals()
         for participant in participants {
             let streams = participant.streams.values
             let got = streams.reduce(0) { $0 + $1.received }
@@ -66,13 +67,15 @@ extension LoadRunner {
         let serverCPU = cpu.isEmpty ? nil : cpu.reduce(0, +) / Double(cpu.count)
         var errors = joinFailures.prefix(5).map { $0 }
         if !deaf.isEmpty { errors.append("\(deaf.count) listeners received no audio, e.g. \(deaf[0])") }
+        if !video.blind.isEmpty { errors.append("\(video.blind.count) subscribers received no video, e.g. \(video.blind[0])") }
         for participant in participants { errors += participant.errors.prefix(1) }
         let total = configuration.rooms * configuration.participants
-        let passed = joinFailures.isEmpty && established.count == total && deaf.isEmpty
+        let passed = joinFailures.isEmpty && established.count == total && deaf.isEmpty && video.blind.isEmpty
         return LoadResults(
             scenario: .init(target: configuration.target, url: configuration.url, rooms: configuration.rooms,
                             participantsPerRoom: configuration.participants, talkersPerRoom: configuration.talkers,
-                            video: false, slots: 0, durationSeconds: configuration.durationSeconds,
+                            video: configuration.video, slots: configuration.video ? configuration.slots : 0,
+                            durationSeconds: configuration.durationSeconds,
                             rampUpPerSecond: configuration.rampUpPerSecond),
             startedAt: started, participants: total, joined: participants.count, established: established.count,
             joinTime: LoadResults.Distribution(joinTimes), listenersWithAudio: withAudio,
@@ -82,10 +85,28 @@ extension LoadRunner {
             mouthToEar: LoadResults.Distribution(participants.flatMap { participant in
                 participant.latencies.filter { $0.at >= self.steadyFrom }.map(\.ms)
             }),
-            videoFramesReceived: 0, videoPacketsReceived: 0,
+            videoFramesReceived: video.frames, videoPacketsReceived: video.received,
+            videoSubscribers: video.subscribers, subscribersWithVideo: video.subscribers - video.blind.count,
+            videoLossPercent: video.expected > 0 ? Double(max(0, video.expected - video.received)) * 100 / Double(video.expected) : 0,
             serverCPUCores: serverCPU, serverMemoryMB: samples.compactMap(\.serverMemoryMB).max(),
             generatorCPUCores: steady.isEmpty ? 0 : steady.map(\.generatorCPUCores).reduce(0, +) / Double(steady.count),
             serverCPUSecondsPerParticipantSecond: serverCPU.map { $0 / Double(max(established.count, 1)) },
             samples: samples, errors: Array(errors.prefix(10)), passed: passed)
+    }
+
+    /// Video received in every slot: frames, packets, expected packets, and the subscribers that
+    /// should have seen some (a slot and another camera in the room) but saw none.
+    private func videoTotals() -> (frames: Int, received: Int, expected: Int, subscribers: Int, blind: [String]) {
+        var totals = (frames: 0, received: 0, expected: 0, subscribers: 0, blind: [String]())
+        let watches = configuration.video && configuration.slots > 0 && configuration.participants > 1
+        for participant in participants {
+            totals.frames += participant.videoFramesReceived
+            totals.received += participant.videoStreams.values.reduce(0) { $0 + $1.received }
+            totals.expected += participant.videoStreams.values.reduce(0) { $0 + $1.expected }
+            guard watches else { continue }
+            totals.subscribers += 1
+            if participant.videoFramesReceived == 0 { totals.blind.append(participant.userId) }
+        }
+        return totals
     }
 }

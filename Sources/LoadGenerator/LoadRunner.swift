@@ -17,6 +17,9 @@ public struct LoadConfiguration: Sendable {
     public var rampUpPerSecond: Double
     public var output: URL
     public var target: String
+    /// Every participant also sends a VP8 camera and receives `slots` forwarded video streams.
+    public var video = false
+    public var slots = 2
     /// Probe listeners per room that decode the mix to time onsets (decoding costs ~26 µs a frame).
     public var probesPerRoom = 2
     /// The server's pid for CPU and memory; found by command line when nil and local.
@@ -76,10 +79,11 @@ public final class LoadRunner: @unchecked Sendable {
         let context = try DTLSContext(certificate: DTLSCertificate(commonName: "chorus-load"))
         let audio = (burst: try LoadAudio.make(.burst), speech: try LoadAudio.make(.speech),
                      silence: try LoadAudio.make(.silence))
+        let camera = configuration.video ? try LoadVideo.make() : nil
         try await createRooms()
         let ticker = startTicking()
         let sampler = startSampling(since: started)
-        try await joinAll(context: context, audio: audio)
+        try await joinAll(context: context, audio: audio, camera: camera)
         let steady = MediaTime.now().adding(milliseconds: 1_000)
         try await loop.submit { self.steadyFrom = steady }.get()
         try await Task.sleep(nanoseconds: UInt64(configuration.durationSeconds * 1e9))
@@ -98,6 +102,7 @@ public final class LoadRunner: @unchecked Sendable {
         for room in 0..<configuration.rooms {
             let reply = try await http.request("POST", "/v1/rooms", json: [
                 "roomId": roomID(room), "maxParticipants": max(configuration.participants, 1), "mixedSpeakers": 3,
+                "videoSlots": configuration.video ? configuration.slots : 0,
             ], authorization: auth)
             guard reply.status == 201 || reply.status == 409 else {
                 throw LoadHTTP.Failure(description: "creating room \(roomID(room)): HTTP \(reply.status) "

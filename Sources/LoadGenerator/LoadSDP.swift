@@ -3,29 +3,46 @@ import DTLS
 import ICELite
 
 /// The offer a simulated participant sends (shaped like a browser's: BUNDLE, rtcp-mux, Opus
-/// with in-band FEC and the RFC 6464 level extension, one host candidate on loopback) and what
-/// it needs from the answer.
+/// with in-band FEC and the RFC 6464 level extension, one host candidate; with video, a
+/// send-only VP8 camera and `slots` receive-only video m-lines) and what it needs from the answer.
 enum LoadSDP {
     static let opusPayloadType: UInt8 = 111
+    static let vp8PayloadType: UInt8 = 96
     static let audioLevelExtensionID: UInt8 = 1
 
-    static func offer(ice: ICECredentials, fingerprint: String, port: Int, audioSSRC: UInt32) -> String {
-        let lines = [
-            "v=0",
-            "o=- \(UInt64.random(in: 1...UInt64(Int64.max))) 2 IN IP4 127.0.0.1",
-            "s=-",
-            "t=0 0",
-            "a=group:BUNDLE 0",
-            "a=msid-semantic: WMS load",
-            "m=audio \(port) UDP/TLS/RTP/SAVPF \(opusPayloadType)",
-            "c=IN IP4 127.0.0.1",
+    /// The media of one offer: the audio SSRC, and the camera's SSRC and slot count with video.
+    struct Media {
+        var audioSSRC: UInt32
+        var videoSSRC: UInt32?
+        var slots = 0
+    }
+
+    static func offer(ice: ICECredentials, fingerprint: String, host: String = "127.0.0.1", port: Int,
+                      media: Media) -> String {
+        let transport = [
+            "c=IN IP4 \(host)",
             "a=rtcp:9 IN IP4 0.0.0.0",
-            "a=candidate:1 1 udp 2130706431 127.0.0.1 \(port) typ host",
+            "a=candidate:1 1 udp 2130706431 \(host) \(port) typ host",
             "a=end-of-candidates",
             "a=ice-ufrag:\(ice.ufrag)",
             "a=ice-pwd:\(ice.password)",
             "a=fingerprint:\(fingerprint)",
             "a=setup:actpass",
+        ]
+        let videoSections = media.videoSSRC.map { ssrc in
+            videoSection(mid: 1, direction: "sendonly", port: port, transport: transport) + ["a=ssrc:\(ssrc) cname:load"]
+                + (0..<media.slots).flatMap { videoSection(mid: 2 + $0, direction: "recvonly", port: port, transport: transport) }
+        } ?? []
+        let mids = (0..<(media.videoSSRC == nil ? 1 : 2 + media.slots)).map(String.init).joined(separator: " ")
+        let lines = [
+            "v=0",
+            "o=- \(UInt64.random(in: 1...UInt64(Int64.max))) 2 IN IP4 \(host)",
+            "s=-",
+            "t=0 0",
+            "a=group:BUNDLE \(mids)",
+            "a=msid-semantic: WMS load",
+            "m=audio \(port) UDP/TLS/RTP/SAVPF \(opusPayloadType)",
+        ] + transport + [
             "a=mid:0",
             "a=extmap:\(audioLevelExtensionID) urn:ietf:params:rtp-hdrext:ssrc-audio-level",
             "a=sendrecv",
@@ -33,9 +50,24 @@ enum LoadSDP {
             "a=rtcp-mux",
             "a=rtpmap:\(opusPayloadType) opus/48000/2",
             "a=fmtp:\(opusPayloadType) minptime=10;useinbandfec=1",
-            "a=ssrc:\(audioSSRC) cname:load",
-        ]
+            "a=ssrc:\(media.audioSSRC) cname:load",
+        ] + videoSections
         return lines.joined(separator: "\r\n") + "\r\n"
+    }
+
+    /// One VP8 m-line (no RTX: a loopback run loses nearly nothing, and plain retransmissions
+    /// count as duplicates rather than as a second stream).
+    private static func videoSection(mid: Int, direction: String, port: Int, transport: [String]) -> [String] {
+        ["m=video \(port) UDP/TLS/RTP/SAVPF \(vp8PayloadType)"] + transport + [
+            "a=mid:\(mid)",
+            "a=\(direction)",
+            "a=rtcp-mux",
+            "a=rtpmap:\(vp8PayloadType) VP8/90000",
+            "a=rtcp-fb:\(vp8PayloadType) nack",
+            "a=rtcp-fb:\(vp8PayloadType) nack pli",
+            "a=rtcp-fb:\(vp8PayloadType) ccm fir",
+            "a=rtcp-fb:\(vp8PayloadType) goog-remb",
+        ]
     }
 
     /// What the client needs from the server's answer.

@@ -14,8 +14,9 @@ struct Load: AsyncParsableCommand {
     @Option(help: "Rooms.") var rooms: Int = 1
     @Option(help: "Participants per room.") var participants: Int = 5
     @Option(help: "Talkers per room (the first sends tone bursts for latency).") var talkers: Int = 1
-    @Flag(help: "Send and receive video (not supported yet).") var video = false
-    @Option(help: "Video slots per participant, with --video.") var slots: Int = 0
+    @Flag(help: "Every participant also sends VP8 video (640×360, 15 fps, ~300 kbps) and receives --slots streams.")
+    var video = false
+    @Option(help: "Video slots per participant, with --video (0…25).") var slots: Int = 2
     @Option(help: "Seconds of media once everyone joined (at most 3600).") var duration: Double = 10
     @Option(help: "Joins per second.") var rampUp: Double = 20
     @Option(help: "Directory for results.json and report.html.") var output: String = "load-output"
@@ -30,7 +31,7 @@ struct Load: AsyncParsableCommand {
         guard (0...participants).contains(talkers) else { throw ValidationError("--talkers must be 0…participants") }
         guard duration > 0, duration <= 3_600, rampUp > 0 else { throw ValidationError("duration 0…3600 s, ramp-up > 0") }
         guard target == "chorus" else { throw ValidationError("--target janus is not implemented yet") }
-        guard !video else { throw ValidationError("--video is not implemented yet") }
+        guard (0...25).contains(slots) else { throw ValidationError("--slots must be 0…25") }
     }
 
     func run() async throws {
@@ -41,6 +42,8 @@ struct Load: AsyncParsableCommand {
             url: url, appKey: key, appSecret: secret, rooms: rooms, participants: participants, talkers: talkers,
             durationSeconds: duration, rampUpPerSecond: rampUp, output: URL(fileURLWithPath: output), target: target)
         configuration.serverPID = serverPid
+        configuration.video = video
+        configuration.slots = slots
         configuration.progress = !quiet
         let runner = try LoadRunner(configuration: configuration)
         let results = try await runner.run()

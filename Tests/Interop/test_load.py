@@ -44,3 +44,36 @@ def test_two_rooms_of_five_hear_each_other(chorus_server, chorus_bin, tmp_path):
         assert call["endCause"] == "hungUp", call
         stats = call["serverStatistics"]
         assert stats["packetsReceived"] > 300 and stats["packetsSent"] > 50, stats
+
+
+def test_video_run_fills_every_slot(chorus_server, chorus_bin):
+    """`--video`: every participant sends the pre-encoded VP8 camera and watches two slots. Each
+    subscriber must receive frames in its slots (the server switched them on our keyframes), at
+    about the camera's 15 fps per slot, with loss under 1 %; the server's call records show the
+    same video forwarded."""
+    output = REPO_ROOT / "test-output" / "load-video"
+    key, secret = chorus_server.auth
+    duration = 8
+    run = subprocess.run(
+        [chorus_bin, "load", "--url", chorus_server.base_url, "--app-key", key, "--app-secret", secret,
+         "--rooms", "2", "--participants", "3", "--talkers", "1", "--video", "--slots", "2",
+         "--duration", str(duration), "--ramp-up", "20", "--output", str(output), "--quiet"],
+        capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, f"chorus load --video failed ({run.returncode}):\n{run.stdout}\n{run.stderr}"
+    results = json.loads((output / "results.json").read_text())
+    assert results["scenario"]["video"] is True and results["scenario"]["slots"] == 2
+    assert results["videoSubscribers"] == 6 and results["subscribersWithVideo"] == 6, run.stdout
+    assert results["videoLossPercent"] < 1.0, run.stdout
+    # Two others to watch in each room of three, so both slots fill: ~15 fps each.
+    assert results["videoFramesReceived"] >= 6 * 2 * 15 * (duration - 2), run.stdout
+    assert results["listenersWithAudio"] >= 4, run.stdout
+
+    deadline = time.monotonic() + 5
+    while True:
+        calls = chorus_server.request("GET", "/v1/calls?pageSize=100").json()["calls"]
+        forwarded = [c for c in calls if c.get("state") == "ended"
+                     and (c.get("serverStatistics") or {}).get("video", {}).get("packetsForwarded", 0) > 0]
+        if len(forwarded) >= 6 or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert len(forwarded) == 6, calls

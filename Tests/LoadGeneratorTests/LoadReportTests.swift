@@ -31,6 +31,7 @@ struct LoadReportTests {
             joinTime: .init([110, 120, 130, 300]), listenersWithAudio: 10, audioPacketsReceived: 9_950,
             audioPacketsExpected: 10_000, audioLossPercent: 0.5, audioJitter: .init([1.2, 1.5, 3.4]),
             mouthToEar: .init([70, 80, 90, 120, 150]), videoFramesReceived: 0, videoPacketsReceived: 0,
+            videoSubscribers: 0, subscribersWithVideo: 0, videoLossPercent: 0,
             serverCPUCores: 1.23, serverMemoryMB: 85.4, generatorCPUCores: 0.45,
             serverCPUSecondsPerParticipantSecond: 0.123, samples: samples ?? ramp, errors: errors, passed: passed)
     }

@@ -1,0 +1,47 @@
+import RTP
+import Testing
+
+@testable import LoadGenerator
+
+/// The simulated camera: what the server's forwarder sees must be a real VP8 stream, or the
+/// video load figures measure nothing a browser would send.
+@Suite("Load generator: VP8 camera")
+struct LoadVideoTests {
+    /// Three seconds at 15 fps, a keyframe only first (the loop restarts there), packets that
+    /// fit an MTU, and about the configured 300 kbps.
+    @Test func encodedLoop() throws {
+        let video = try LoadVideo.make(seconds: 3)
+        #expect(video.frames.count == 45)
+        #expect(video.frames.first?.isKeyFrame == true)
+        #expect(video.frames.dropFirst().allSatisfy { !$0.isKeyFrame })
+        #expect(video.frames.allSatisfy { !$0.chunks.isEmpty && $0.chunks.allSatisfy { $0.count <= LoadVideo.maxChunk } })
+        let kbps = Double(video.bytesPerLoop * 8) / 3 / 1_000
+        #expect(kbps > 150 && kbps < 600, "\(kbps) kbps")
+    }
+
+    /// Descriptor + first chunk parse as the forwarder parses them: start of frame, the 15-bit
+    /// picture ID, and the VP8 payload header's keyframe flag and 640×360 size.
+    @Test func packetsParseAsVP8() throws {
+        let video = try LoadVideo.make(seconds: 1)
+        let key = LoadVideo.descriptor(pictureID: 0x1234, startOfFrame: true) + video.frames[0].chunks[0]
+        let descriptor = try VP8PayloadDescriptor(parsing: key)
+        #expect(descriptor.isStartOfFrame && descriptor.pictureID == 0x1234 && descriptor.hasLongPictureID)
+        #expect(descriptor.isKeyFrame(payload: key[...]))
+        let header = descriptor.payloadHeader(payload: key[...])
+        #expect(header?.width == 640 && header?.height == 360)
+
+        let delta = LoadVideo.descriptor(pictureID: 0x7FFF, startOfFrame: true) + video.frames[1].chunks[0]
+        #expect(try !VP8PayloadDescriptor(parsing: delta).isKeyFrame(payload: delta[...]))
+        let middle = LoadVideo.descriptor(pictureID: 1, startOfFrame: false) + [0x00, 0x01]
+        #expect(try !VP8PayloadDescriptor(parsing: middle).isStartOfFrame)
+    }
+
+    /// Chunks are near-equal, cover the frame exactly and never exceed the limit.
+    @Test func chunking() {
+        let frame = (0..<2_500).map { UInt8(truncatingIfNeeded: $0) }
+        let chunks = LoadVideo.chunk(frame)
+        #expect(chunks.count == 3 && chunks.allSatisfy { $0.count <= LoadVideo.maxChunk })
+        #expect(chunks.flatMap { $0 } == frame)
+        #expect(LoadVideo.chunk([1, 2, 3]) == [[1, 2, 3]])
+    }
+}
