@@ -8,6 +8,9 @@ import STUN
 /// the server signs with that same password. Used by in-process two-peer tests and the load
 /// generator.
 ///
+/// A full-ICE server (Janus, libnice) also sends checks of its own towards the client and waits
+/// for their success before it uses the pair: `respond(to:from:)` answers them.
+///
 /// A sans-IO value: the caller picks transaction IDs (`TransactionID.random()`), sends the
 /// bytes, retransmits on its own clock, and hands back whatever arrives.
 public struct ICEClientRole: Equatable, Sendable {
@@ -20,6 +23,9 @@ public struct ICEClientRole: Equatable, Sendable {
 
     let username: [UInt8]
     let remoteKey: [UInt8]
+    /// Authenticates the peer's checks (USERNAME `local:remote`, our password) and builds the
+    /// signed responses: the same rules as the server's lite agent, reused.
+    let responder: ICELiteAgent
 
     public init(local: ICECredentials, remote: ICECredentials, tieBreaker: UInt64) {
         self.local = local
@@ -27,6 +33,7 @@ public struct ICEClientRole: Equatable, Sendable {
         self.tieBreaker = tieBreaker
         self.username = Username.ice(receiverUfrag: remote.ufrag, senderUfrag: local.ufrag)
         self.remoteKey = MessageIntegrity.shortTermKey(password: remote.password)
+        self.responder = ICELiteAgent(local: local, remote: remote)
     }
 
     /// RFC 8445 §5.1.2.1: `2^24 * type preference + 2^8 * local preference + (256 - component)`.
@@ -68,6 +75,25 @@ public struct ICEClientRole: Equatable, Sendable {
         guard message.hasValidMessageIntegrity(key: remoteKey) else { return .invalid(.badIntegrity) }
         guard let mapped = message.xorMappedAddress else { return .invalid(.missingMappedAddress) }
         return .success(mappedAddress: mapped)
+    }
+
+    /// Answers a connectivity check the peer sent us (RFC 8445 §7.3.1): a success response
+    /// with the source's XOR-MAPPED-ADDRESS, signed with our password, when the request is a
+    /// valid Binding request for this pair. As the controlling agent we keep the role: a peer
+    /// that also claims ICE-CONTROLLING with a tie-breaker not above ours gets 487 (§7.3.1.1).
+    /// Anything else is nil (dropped). Never traps.
+    public func respond(to datagram: [UInt8], from source: TransportAddress) -> [UInt8]? {
+        guard case .success(let request) = ICELiteAgent.bindingRequest(in: datagram),
+              responder.authenticate(request, from: source) == nil,
+              request.priority != nil
+        else { return nil }
+        if let theirs = request.iceControlling, theirs <= tieBreaker {
+            guard case .error(let bytes, _, _) = responder.refusal(.roleConflict, to: request, from: source,
+                                                                   authenticated: true)
+            else { return nil }
+            return bytes
+        }
+        return responder.successResponse(to: request, from: source)
     }
 
     private func errorOutcome(_ message: STUNMessage) -> ICECheckOutcome {
