@@ -30,15 +30,21 @@ struct LoadHTTP: Sendable {
         port = components.port ?? 80
     }
 
-    func request(_ method: String, _ path: String, json: [String: Any]? = nil, authorization: String? = nil)
-        async throws -> Reply
+    /// One exchange; `timeout` bounds the wait for the reply (a long poll needs more than 30 s).
+    func request(_ method: String, _ path: String, json: [String: Any]? = nil, authorization: String? = nil,
+                 timeout: Int = 30) async throws -> Reply
     {
-        var payload = Data()
+        try await request(method, path, body: json.map { try JSONSerialization.data(withJSONObject: $0) },
+                          authorization: authorization, timeout: timeout)
+    }
+
+    /// The same with the JSON body already serialized (what an actor can send across).
+    func request(_ method: String, _ path: String, body: Data?, authorization: String? = nil,
+                 timeout: Int = 30) async throws -> Reply
+    {
+        let payload = body ?? Data()
         var head = "\(method) \(path) HTTP/1.1\r\nHost: \(host):\(port)\r\nConnection: close\r\n"
-        if let json {
-            payload = try JSONSerialization.data(withJSONObject: json)
-            head += "Content-Type: application/json\r\n"
-        }
+        if body != nil { head += "Content-Type: application/json\r\n" }
         head += "Content-Length: \(payload.count)\r\n"
         if let authorization { head += "Authorization: \(authorization)\r\n" }
         let bytes = Data((head + "\r\n").utf8) + payload
@@ -46,7 +52,11 @@ struct LoadHTTP: Sendable {
         // A server's rate limit (429) is waited out, a little longer each time.
         for attempt in 1...8 {
             let raw: Data = try await withCheckedThrowingContinuation { continuation in
-                Thread { continuation.resume(with: Result { try Self.exchange(host: host, port: port, bytes: bytes) }) }
+                Thread {
+                    continuation.resume(with: Result {
+                        try Self.exchange(host: host, port: port, bytes: bytes, timeout: timeout)
+                    })
+                }
                     .start()
             }
             let reply = try Self.parse(raw)
@@ -60,18 +70,46 @@ struct LoadHTTP: Sendable {
         "Basic " + Data("\(key):\(secret)".utf8).base64EncodedString()
     }
 
-    private static func exchange(host: String, port: Int, bytes: Data) throws -> Data {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    /// The local IPv4 address the kernel would use towards `host`: a connected UDP socket
+    /// sends nothing, but `getsockname` then tells the route's source address.
+    static func localAddress(toward host: String) throws -> String {
+        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket: errno \(errno)") }
         defer { close(fd) }
-        var timeout = timeval(tv_sec: 30, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var remote = try ipv4(host, port: 9)
+        let connected = withUnsafePointer(to: &remote) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw Failure(description: "no route to \(host): errno \(errno)") }
+        var local = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let named = withUnsafeMutablePointer(to: &local) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        var text = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
+        guard named == 0, inet_ntop(AF_INET, &local.sin_addr, &text, socklen_t(text.count)) != nil else {
+            throw Failure(description: "getsockname: errno \(errno)")
+        }
+        return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    private static func ipv4(_ host: String, port: Int) throws -> sockaddr_in {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(clamping: port).bigEndian)
         guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else {
             throw Failure(description: "not an IPv4 address: \(host)")
         }
+        return address
+    }
+
+    private static func exchange(host: String, port: Int, bytes: Data, timeout seconds: Int) throws -> Data {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw Failure(description: "socket: errno \(errno)") }
+        defer { close(fd) }
+        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = try ipv4(host, port: port)
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }

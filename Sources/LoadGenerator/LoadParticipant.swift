@@ -50,10 +50,14 @@ final class LoadParticipant: @unchecked Sendable {
     var send: ([UInt8]) -> Void = { _ in }
     private(set) var phase = Phase.joining
     var joinStartedAt = MediaTime.now()
+    /// Set when the run hangs up: a close from the server is then expected, not an error.
+    var leaving = false
     private(set) var establishedAt: MediaTime?
 
     private let dtlsContext: DTLSContext
     private var ice: ICEClientRole?
+    /// The server's candidate, as the XOR-MAPPED-ADDRESS of our answers to its own checks.
+    private var serverAddress: TransportAddress?
     private var pendingCheck: TransactionID?
     private var nextCheckAt = MediaTime(nanoseconds: 0)
     private var dtls: DTLSEndpoint?
@@ -100,6 +104,7 @@ final class LoadParticipant: @unchecked Sendable {
     /// The answer arrived: start ICE toward its candidate.
     func start(_ answer: LoadSDP.Answer, now: MediaTime) {
         ice = ICEClientRole(local: localICE, remote: answer.ice, tieBreaker: UInt64.random(in: 0...UInt64.max))
+        serverAddress = TransportAddress(ipv4: answer.host, port: UInt16(clamping: answer.port))
         do {
             dtls = try DTLSEndpoint(context: dtlsContext, role: answer.serverIsPassive ? .client : .server,
                                     remoteFingerprints: [answer.fingerprint])
@@ -202,7 +207,13 @@ final class LoadParticipant: @unchecked Sendable {
     }
 
     private func receiveSTUN(_ datagram: [UInt8], now: MediaTime) {
-        guard let ice, let id = pendingCheck else { return }
+        guard let ice else { return }
+        // A full-ICE server (Janus) checks the pair from its side too and waits for our answer.
+        if let serverAddress, let response = ice.respond(to: datagram, from: serverAddress) {
+            send(response)
+            return
+        }
+        guard let id = pendingCheck else { return }
         guard case .success = ice.validateResponse(datagram, transactionID: id) else { return }
         pendingCheck = nil
         guard phase == .checking else { return }
@@ -225,7 +236,7 @@ final class LoadParticipant: @unchecked Sendable {
         case .failed(let error)?:
             fail("DTLS: \(error)")
         case .closed?:
-            fail("DTLS closed by the server")
+            if !leaving { fail("DTLS closed by the server") }
         case nil:
             break
         }

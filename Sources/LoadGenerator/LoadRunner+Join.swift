@@ -1,4 +1,3 @@
-import Auth
 import ChorusCore
 import DTLS
 import Foundation
@@ -64,26 +63,25 @@ extension LoadRunner {
         }
     }
 
-    /// Registers the user (Sinch signature), opens its socket, joins with an offer, starts ICE.
+    /// Opens the participant's socket, joins with an offer (through the target's signalling),
+    /// and starts ICE towards the answer's candidate.
     func join(_ participant: LoadParticipant) async {
         do {
-            let token = try await register(participant.userId)
             let handler = LoadDatagramHandler(participant: participant)
             let channel = try await DatagramBootstrap(group: group)
                 .channelInitializer { $0.pipeline.addHandler(handler) }
-                .bind(host: "127.0.0.1", port: 0).get()
+                .bind(host: localHost, port: 0).get()
             guard let port = channel.localAddress?.port else { throw LoadHTTP.Failure(description: "no local port") }
             let started = MediaTime.now()
-            let reply = try await http.request(
-                "POST", "/v1/rooms/\(roomID(participant.room))/participants",
-                json: ["sdp": participant.offer(port: port)], authorization: "Bearer \(token)")
-            guard reply.status == 201, let body = reply.json, let sdp = body["sdp"] as? String,
-                  let callId = body["callId"] as? String
-            else {
+            let joined: LoadJoin
+            do {
+                joined = try await signaling.join(room: participant.room, userId: participant.userId,
+                                                  offer: participant.offer(host: localHost, port: port))
+            } catch {
                 try? await channel.close()
-                throw LoadHTTP.Failure(description: "join: HTTP \(reply.status) \(String(decoding: reply.body.prefix(200), as: UTF8.self))")
+                throw error
             }
-            let answer = try LoadSDP.parseAnswer(sdp)
+            let answer = try LoadSDP.parseAnswer(joined.answer)
             let server = try SocketAddress(ipAddress: answer.host, port: answer.port)
             try await loop.submit {
                 participant.joinStartedAt = started
@@ -94,7 +92,7 @@ extension LoadRunner {
                 }
                 self.participants.append(participant)
                 self.channels.append(channel)
-                self.tokens[ObjectIdentifier(participant)] = (token, callId)
+                self.hangUps.append(joined.hangUp)
                 participant.start(answer, now: .now())
             }.get()
         } catch {
@@ -102,37 +100,20 @@ extension LoadRunner {
         }
     }
 
-    private func register(_ userId: String) async throws -> String {
-        guard let user = try? UserID(validating: userId), let key = try? ApplicationKey(validating: configuration.appKey)
-        else { throw LoadHTTP.Failure(description: "invalid user ID or application key") }
-        let sequence = RegistrationSequence(UInt64(Date().timeIntervalSince1970 * 1_000))
-        let signature = RegistrationSignature.sign(userId: user, applicationKey: key, sequence: sequence,
-                                                   applicationSecret: configuration.appSecret)
-        let reply = try await http.request("POST", "/v1/users/\(userId)/registrations", json: [
-            "applicationKey": configuration.appKey, "sequence": sequence.decimal, "signature": signature,
-        ])
-        guard reply.status == 201, let token = reply.json?["accessToken"] as? String else {
-            throw LoadHTTP.Failure(description: "registration: HTTP \(reply.status)")
-        }
-        return token
-    }
-
-    /// Every participant hangs up (DELETE with its own token), a few at a time.
+    /// Every participant hangs up, a few at a time.
     func leaveAll() async {
-        let calls = (try? await loop.submit { self.participants.compactMap { participant in
-            self.tokens[ObjectIdentifier(participant)].map { (participant.room, $0.token, $0.callId) }
-        } }.get()) ?? []
+        let hangUps = (try? await loop.submit { () -> [@Sendable () async -> Void] in
+            for participant in self.participants { participant.leaving = true }
+            return self.hangUps
+        }.get()) ?? []
         await withTaskGroup(of: Void.self) { tasks in
             var inFlight = 0
-            for (room, token, callId) in calls {
+            for hangUp in hangUps {
                 if inFlight >= 8 {
                     await tasks.next()
                     inFlight -= 1
                 }
-                tasks.addTask {
-                    _ = try? await self.http.request("DELETE", "/v1/rooms/\(self.roomID(room))/participants/\(callId)",
-                                                     authorization: "Bearer \(token)")
-                }
+                tasks.addTask { await hangUp() }
                 inFlight += 1
             }
         }

@@ -48,24 +48,40 @@ public struct LoadConfiguration: Sendable {
 /// All participant state lives on the single event loop; this type only hops onto it.
 public final class LoadRunner: @unchecked Sendable {
     let configuration: LoadConfiguration
-    let http: LoadHTTP
+    let signaling: any LoadSignaling
+    /// Our address towards the server: what participants bind to and offer as their candidate
+    /// (127.0.0.1 for a local Chorus, the veth address for Janus in its network namespace).
+    let localHost: String
     let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     var loop: any EventLoop { group.any() }
-    let runID = String(UInt32.random(in: 0...UInt32.max), radix: 36)
+    let runID: String
     /// Touched only on the event loop.
     var participants: [LoadParticipant] = []
     var channels: [any Channel] = []
     var samples: [LoadResults.Sample] = []
     var joinFailures: [String] = []
     var joinTimes: [Double] = []
-    var tokens: [ObjectIdentifier: (token: String, callId: String)] = [:]
+    /// How each joined participant hangs up, in join order.
+    var hangUps: [@Sendable () async -> Void] = []
     /// The measured period starts a second after the last join: before, jitter buffers are
     /// still settling and the first onsets say more about start-up than about the server.
     var steadyFrom = MediaTime(nanoseconds: .max)
 
     public init(configuration: LoadConfiguration) throws {
         self.configuration = configuration
-        http = try LoadHTTP(url: configuration.url)
+        let runID = String(UInt32.random(in: 0...UInt32.max), radix: 36)
+        self.runID = runID
+        let http = try LoadHTTP(url: configuration.url)
+        localHost = try LoadHTTP.localAddress(toward: http.host)
+        switch configuration.target {
+        case "chorus":
+            signaling = ChorusSignaling(http: http, appKey: configuration.appKey, appSecret: configuration.appSecret,
+                                        runID: runID)
+        case "janus":
+            signaling = JanusSignaling(http: http, runID: runID)
+        default:
+            throw LoadHTTP.Failure(description: "unknown target \(configuration.target): chorus or janus")
+        }
     }
 
     deinit {
@@ -80,7 +96,8 @@ public final class LoadRunner: @unchecked Sendable {
         let audio = (burst: try LoadAudio.make(.burst), speech: try LoadAudio.make(.speech),
                      silence: try LoadAudio.make(.silence))
         let camera = configuration.video ? try LoadVideo.make() : nil
-        try await createRooms()
+        try await signaling.createRooms(count: configuration.rooms, participants: configuration.participants,
+                                        videoSlots: configuration.video ? configuration.slots : 0)
         let ticker = startTicking()
         let sampler = startSampling(since: started)
         try await joinAll(context: context, audio: audio, camera: camera)
@@ -90,24 +107,9 @@ public final class LoadRunner: @unchecked Sendable {
         sampler.cancel()
         ticker.cancel()
         await leaveAll()
+        await signaling.finish()
         let results = try await loop.submit { self.results(started: started) }.get()
         for channel in try await loop.submit({ self.channels }).get() { try? await channel.close() }
         return results
-    }
-
-    func roomID(_ room: Int) -> String { "load-\(runID)-\(room)" }
-
-    private func createRooms() async throws {
-        let auth = LoadHTTP.basic(key: configuration.appKey, secret: configuration.appSecret)
-        for room in 0..<configuration.rooms {
-            let reply = try await http.request("POST", "/v1/rooms", json: [
-                "roomId": roomID(room), "maxParticipants": max(configuration.participants, 1), "mixedSpeakers": 3,
-                "videoSlots": configuration.video ? configuration.slots : 0,
-            ], authorization: auth)
-            guard reply.status == 201 || reply.status == 409 else {
-                throw LoadHTTP.Failure(description: "creating room \(roomID(room)): HTTP \(reply.status) "
-                    + String(decoding: reply.body, as: UTF8.self))
-            }
-        }
     }
 }

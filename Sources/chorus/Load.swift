@@ -20,7 +20,8 @@ struct Load: AsyncParsableCommand {
     @Option(help: "Seconds of media once everyone joined (at most 3600).") var duration: Double = 10
     @Option(help: "Joins per second.") var rampUp: Double = 20
     @Option(help: "Directory for results.json and report.html.") var output: String = "load-output"
-    @Option(help: "chorus or janus.") var target: String = "chorus"
+    @Option(help: "chorus, or janus (AudioBridge through its HTTP API, e.g. --url http://198.18.0.2:8088).")
+    var target: String = "chorus"
     @Option(help: "The server's pid for CPU and memory (found by command line when local).") var serverPid: Int32?
     @Flag(help: "No progress line.") var quiet = false
 
@@ -30,12 +31,17 @@ struct Load: AsyncParsableCommand {
         }
         guard (0...participants).contains(talkers) else { throw ValidationError("--talkers must be 0…participants") }
         guard duration > 0, duration <= 3_600, rampUp > 0 else { throw ValidationError("duration 0…3600 s, ramp-up > 0") }
-        guard target == "chorus" else { throw ValidationError("--target janus is not implemented yet") }
+        guard target == "chorus" || target == "janus" else { throw ValidationError("--target is chorus or janus") }
+        guard target == "chorus" || !video else {
+            throw ValidationError("--video is measured against Chorus only (Janus needs VideoRoom, a second connection per user)")
+        }
         guard (0...25).contains(slots) else { throw ValidationError("--slots must be 0…25") }
     }
 
     func run() async throws {
-        guard let key = appKey ?? environment("APP_KEY"), let secret = appSecret ?? environment("APP_SECRET") else {
+        // Janus's HTTP API takes no application credentials.
+        let credentials = target == "janus" ? ("", "") : (appKey ?? environment("APP_KEY"), appSecret ?? environment("APP_SECRET"))
+        guard let key = credentials.0, let secret = credentials.1 else {
             throw ValidationError("--app-key and --app-secret (or CHORUS_APP_KEY / CHORUS_APP_SECRET) are required")
         }
         var configuration = LoadConfiguration(
