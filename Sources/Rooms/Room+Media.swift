@@ -119,21 +119,12 @@ extension Room {
         self.timer = timer
     }
 
-    /// Runs every 20 ms tick that is due on the tick grid: a timer that fired late (or merged
-    /// firings) is caught up, at most 5 ticks at once; beyond that the grid restarts, because
-    /// old audio is no use to anyone.
+    /// Runs the 20 ms audio ticks due on the tick grid (`TickGrid`: late firings caught up,
+    /// slightly early ones not skipped), then the video and transport work.
     func runTicks(now: MediaTime) {
         sink?.begin()
         defer { sink?.flush() }
-        let period = UInt64(Self.tickMilliseconds) * 1_000_000
-        var due = nextTickAt ?? now
-        var ran = 0
-        while due <= now, ran < 5 {
-            audioTick(now: due)
-            due = due.adding(nanoseconds: period)
-            ran += 1
-        }
-        nextTickAt = due <= now ? now.adding(nanoseconds: period) : due
+        tickGrid.run(at: now) { audioTick(now: $0) }
         videoTick(now: now)
         pollTransports(now: now)
     }

@@ -26,9 +26,8 @@ public actor Room {
     var log = RoomEventLog()
     var participants: [CallID: Participant] = [:]
     var timer: (any DispatchSourceTimer)?
-    /// When the next 20 ms tick is due (ticks are scheduled on this grid, so a late timer is
-    /// caught up without drift).
-    var nextTickAt: MediaTime?
+    /// The 20 ms audio tick grid (a late timer is caught up without drift).
+    var tickGrid = TickGrid(periodMilliseconds: Room.tickMilliseconds)
     var mixer: RoomAudioMixer<CallID>
     /// Arrival time of the datagram being handled (transport events carry no time of their own).
     var lastPacketTime = MediaTime(nanoseconds: 0)
