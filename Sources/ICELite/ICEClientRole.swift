@@ -20,6 +20,10 @@ public struct ICEClientRole: Equatable, Sendable {
     public let remote: ICECredentials
     /// Our ICE-CONTROLLING tie-breaker (RFC 8445 §7.1.3).
     public let tieBreaker: UInt64
+    /// False when the peer made the offer and controls (RFC 8445 §6.1.1: the offerer's full
+    /// agent controls): our checks then carry ICE-CONTROLLED and never USE-CANDIDATE, and the
+    /// peer's own checks nominate.
+    public let isControlling: Bool
 
     let username: [UInt8]
     let remoteKey: [UInt8]
@@ -27,7 +31,8 @@ public struct ICEClientRole: Equatable, Sendable {
     /// signed responses: the same rules as the server's lite agent, reused.
     let responder: ICELiteAgent
 
-    public init(local: ICECredentials, remote: ICECredentials, tieBreaker: UInt64) {
+    public init(local: ICECredentials, remote: ICECredentials, tieBreaker: UInt64, isControlling: Bool = true) {
+        self.isControlling = isControlling
         self.local = local
         self.remote = remote
         self.tieBreaker = tieBreaker
@@ -50,8 +55,12 @@ public struct ICEClientRole: Equatable, Sendable {
                                          capacity: 20 + 4 + username.count + 3 + 8 + 4 + 12 + 4 + 24 + 8)
         builder.appendUsername(username)
         builder.appendPriority(priority)
-        builder.appendICEControlling(tieBreaker: tieBreaker)
-        if useCandidate { builder.appendUseCandidate() }
+        if isControlling {
+            builder.appendICEControlling(tieBreaker: tieBreaker)
+            if useCandidate { builder.appendUseCandidate() }
+        } else {
+            builder.appendICEControlled(tieBreaker: tieBreaker)
+        }
         builder.appendMessageIntegrity(key: remoteKey)
         builder.appendFingerprint()
         return builder.finish()
@@ -79,15 +88,18 @@ public struct ICEClientRole: Equatable, Sendable {
 
     /// Answers a connectivity check the peer sent us (RFC 8445 §7.3.1): a success response
     /// with the source's XOR-MAPPED-ADDRESS, signed with our password, when the request is a
-    /// valid Binding request for this pair. As the controlling agent we keep the role: a peer
-    /// that also claims ICE-CONTROLLING with a tie-breaker not above ours gets 487 (§7.3.1.1).
-    /// Anything else is nil (dropped). Never traps.
+    /// valid Binding request for this pair. A peer claiming our role gets 487 when our
+    /// tie-breaker wins (§7.3.1.1); we never switch roles ourselves. Anything else is nil
+    /// (dropped). Never traps.
     public func respond(to datagram: [UInt8], from source: TransportAddress) -> [UInt8]? {
         guard case .success(let request) = ICELiteAgent.bindingRequest(in: datagram),
               responder.authenticate(request, from: source) == nil,
               request.priority != nil
         else { return nil }
-        if let theirs = request.iceControlling, theirs <= tieBreaker {
+        // Both sides claim one role: the larger tie-breaker keeps it (RFC 8445 §7.3.1.1).
+        let conflict = isControlling ? request.iceControlling.map { $0 <= tieBreaker }
+            : request.iceControlled.map { $0 > tieBreaker }
+        if conflict == true {
             guard case .error(let bytes, _, _) = responder.refusal(.roleConflict, to: request, from: source,
                                                                    authenticated: true)
             else { return nil }

@@ -55,3 +55,38 @@ struct ICEClientRoleResponderTests {
         #expect(stronger.validateResponse(reply, transactionID: id) == .success(mappedAddress: Self.source))
     }
 }
+
+/// The client as the controlled side (the peer made the offer, as Janus does for a subscriber).
+@Suite("ICE client role: controlled")
+struct ICEClientRoleControlledTests {
+    static let client = try! ICECredentials(ufrag: "cliC", password: "clientPasswordOf24Chars/")
+    static let server = try! ICECredentials(ufrag: "janS", password: "serverPassword+22chars")
+    static let source = TransportAddress(ipv4: "198.18.0.2", port: 20_000)!
+
+    /// Our checks say ICE-CONTROLLED and never nominate, even when asked to.
+    @Test func checksAreControlledAndNeverNominate() throws {
+        let role = ICEClientRole(local: Self.client, remote: Self.server, tieBreaker: 7, isControlling: false)
+        let request = try STUNMessage(parsing: role.bindingRequest(transactionID: .random(), useCandidate: true))
+        #expect(request.iceControlled == 7 && request.iceControlling == nil && !request.useCandidate)
+    }
+
+    /// The controlling peer's nominating check is answered; a peer that also claims to be
+    /// controlled gets 487 only when its tie-breaker is larger (RFC 8445 §7.3.1.1).
+    @Test func answersTheControllingPeer() throws {
+        let role = ICEClientRole(local: Self.client, remote: Self.server, tieBreaker: 100, isControlling: false)
+        let peer = ICEClientRole(local: Self.server, remote: Self.client, tieBreaker: 5)
+        let id = TransactionID.random()
+        let reply = try #require(role.respond(to: peer.bindingRequest(transactionID: id, useCandidate: true),
+                                              from: Self.source))
+        #expect(peer.validateResponse(reply, transactionID: id) == .success(mappedAddress: Self.source))
+
+        let controlledLarger = ICEClientRole(local: Self.server, remote: Self.client, tieBreaker: 200, isControlling: false)
+        let conflict = try #require(role.respond(to: controlledLarger.bindingRequest(transactionID: id, useCandidate: false),
+                                                 from: Self.source))
+        #expect(controlledLarger.validateResponse(conflict, transactionID: id) == .errorResponse(.roleConflict))
+        let controlledSmaller = ICEClientRole(local: Self.server, remote: Self.client, tieBreaker: 50, isControlling: false)
+        let fine = try #require(role.respond(to: controlledSmaller.bindingRequest(transactionID: id, useCandidate: false),
+                                             from: Self.source))
+        #expect(controlledSmaller.validateResponse(fine, transactionID: id) == .success(mappedAddress: Self.source))
+    }
+}
