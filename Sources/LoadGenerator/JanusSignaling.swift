@@ -20,6 +20,9 @@ actor JanusSignaling: LoadSignaling {
     private var session: UInt64?
     private var control: UInt64?
     private var rooms: [UInt64] = []
+    /// The VideoRoom control handle and rooms, with `--video` (`JanusSignaling+VideoRoom`).
+    var videoControl: UInt64?
+    var videoRooms: [UInt64] = []
     /// Joins waiting for their event (transaction → continuation with the event's JSON).
     private var waiting: [String: CheckedContinuation<Data, any Error>] = [:]
     private var poller: Task<Void, Never>?
@@ -42,48 +45,64 @@ actor JanusSignaling: LoadSignaling {
                 "janus": "message", "body": ["request": "create", "room": room, "sampling_rate": 48_000,
                                              "audiolevel_ext": true, "permanent": false] as [String: Any],
             ])
-            let data = (reply["plugindata"] as? [String: Any])?["data"] as? [String: Any]
-            guard data?["audiobridge"] as? String == "created" else {
+            guard Self.pluginData(reply)?["audiobridge"] as? String == "created" else {
                 throw Failure(description: "Janus AudioBridge create: \(Self.text(reply))")
             }
             rooms.append(room)
         }
+        if videoSlots > 0 { try await createVideoRooms(count: count, participants: participants) }
     }
 
     func join(room: Int, userId: String, offer: String) async throws -> LoadJoin {
-        guard let session else { throw Failure(description: "no Janus session") }
-        let handle = try await attach(session: session)
-        let transaction = nextTransaction()
-        let event: Data = try await withCheckedThrowingContinuation { continuation in
-            waiting[transaction] = continuation
-            Task {
-                do {
-                    let ack = try await self.post("/janus/\(session)/\(handle)", [
-                        "janus": "message", "transaction": transaction,
-                        "body": ["request": "join", "room": self.roomBase + UInt64(room), "display": userId,
-                                 "muted": false] as [String: Any],
-                        "jsep": ["type": "offer", "sdp": offer, "trickle": false] as [String: Any],
-                    ])
-                    if ack["janus"] as? String != "ack" { self.fail(transaction, "join: \(Self.text(ack))") }
-                } catch {
-                    self.fail(transaction, "join: \(error)")
-                }
-            }
+        let (session, handle) = try await attachHandle(plugin: Self.audioBridge)
+        let event = try await request(session: session, handle: handle, [
+            "request": "join", "room": roomBase + UInt64(room), "display": userId, "muted": false,
+        ], jsep: ["type": "offer", "sdp": offer, "trickle": false])
+        guard let answer = Self.sdp(in: event) else {
+            throw Failure(description: "Janus join without an answer: \(Self.text(event))")
         }
-        let json = (try? JSONSerialization.jsonObject(with: event)) as? [String: Any] ?? [:]
-        guard let jsep = json["jsep"] as? [String: Any], let answer = jsep["sdp"] as? String else {
-            throw Failure(description: "Janus join without an answer: \(String(decoding: event, as: UTF8.self))")
-        }
+        return LoadJoin(answer: answer, hangUp: detacher(session: session, handle: handle))
+    }
+
+    /// Hangs up a handle: detaching closes its PeerConnection.
+    func detacher(session: UInt64, handle: UInt64) -> @Sendable () async -> Void {
         let http = http
-        return LoadJoin(answer: answer) {
+        return {
             _ = try? await http.request("POST", "/janus/\(session)/\(handle)", json: [
                 "janus": "detach", "transaction": "bye-\(handle)",
             ])
         }
     }
 
+    /// Sends a plugin message that Janus answers asynchronously (an `ack`, then an event with
+    /// the same transaction on the long poll) and returns that event. A plugin error is thrown.
+    func request(session: UInt64, handle: UInt64, _ body: [String: Any], jsep: [String: Any]? = nil)
+        async throws -> [String: Any]
+    {
+        let transaction = nextTransaction()
+        var message: [String: Any] = ["janus": "message", "transaction": transaction, "body": body]
+        if let jsep { message["jsep"] = jsep }
+        let bytes = try JSONSerialization.data(withJSONObject: message)
+        let event: Data = try await withCheckedThrowingContinuation { continuation in
+            waiting[transaction] = continuation
+            Task {
+                do {
+                    let reply = try await self.post("/janus/\(session)/\(handle)", body: bytes)
+                    if reply["janus"] as? String != "ack" { self.fail(transaction, "\(body["request"] ?? "?"): \(Self.text(reply))") }
+                } catch {
+                    self.fail(transaction, "\(body["request"] ?? "?"): \(error)")
+                }
+            }
+        }
+        let json = (try? JSONSerialization.jsonObject(with: event)) as? [String: Any] ?? [:]
+        if let error = Self.pluginData(json)?["error"] { throw Failure(description: "Janus: \(error)") }
+        if json["janus"] as? String == "error" { throw Failure(description: "Janus: \(Self.text(json))") }
+        return json
+    }
+
     func finish() async {
         guard let session else { return }
+        await destroyVideoRooms(session: session)
         if let control {
             for room in rooms {
                 _ = try? await post("/janus/\(session)/\(control)", [
@@ -108,10 +127,19 @@ actor JanusSignaling: LoadSignaling {
         return id
     }
 
-    private func attach(session: UInt64) async throws -> UInt64 {
-        let reply = try await post("/janus/\(session)", ["janus": "attach", "plugin": "janus.plugin.audiobridge"])
+    static let audioBridge = "janus.plugin.audiobridge"
+    static let videoRoom = "janus.plugin.videoroom"
+
+    func attach(session: UInt64, plugin: String = audioBridge) async throws -> UInt64 {
+        let reply = try await post("/janus/\(session)", ["janus": "attach", "plugin": plugin])
         guard let id = Self.id(in: reply) else { throw Failure(description: "Janus attach: \(Self.text(reply))") }
         return id
+    }
+
+    /// A new handle on the run's session (one PeerConnection each).
+    func attachHandle(plugin: String) async throws -> (session: UInt64, handle: UInt64) {
+        guard let session else { throw Failure(description: "no Janus session") }
+        return (session, try await attach(session: session, plugin: plugin))
     }
 
     /// Long-polls the session's events until it is closed, handing each join its answer.
@@ -156,10 +184,14 @@ actor JanusSignaling: LoadSignaling {
     }
 
     /// POSTs one request (with a fresh transaction unless given) and returns its JSON reply.
-    private func post(_ path: String, _ body: [String: Any]) async throws -> [String: Any] {
+    func post(_ path: String, _ body: [String: Any]) async throws -> [String: Any] {
         var body = body
         if body["transaction"] == nil { body["transaction"] = nextTransaction() }
-        let reply = try await http.request("POST", path, body: try JSONSerialization.data(withJSONObject: body))
+        return try await post(path, body: try JSONSerialization.data(withJSONObject: body))
+    }
+
+    private func post(_ path: String, body: Data) async throws -> [String: Any] {
+        let reply = try await http.request("POST", path, body: body)
         guard reply.status == 200, let json = reply.json else {
             throw Failure(description: "Janus \(path): HTTP \(reply.status) \(String(decoding: reply.body.prefix(200), as: UTF8.self))")
         }
@@ -167,12 +199,20 @@ actor JanusSignaling: LoadSignaling {
         return json
     }
 
-    private static func id(in reply: [String: Any]) -> UInt64? {
+    static func pluginData(_ event: [String: Any]) -> [String: Any]? {
+        (event["plugindata"] as? [String: Any])?["data"] as? [String: Any]
+    }
+
+    static func sdp(in event: [String: Any]) -> String? {
+        (event["jsep"] as? [String: Any])?["sdp"] as? String
+    }
+
+    static func id(in reply: [String: Any]) -> UInt64? {
         guard let data = reply["data"] as? [String: Any] else { return nil }
         return (data["id"] as? NSNumber)?.uint64Value
     }
 
-    private static func text(_ json: [String: Any]) -> String {
+    static func text(_ json: [String: Any]) -> String {
         (try? JSONSerialization.data(withJSONObject: json)).map { String(decoding: $0.prefix(300), as: UTF8.self) } ?? "?"
     }
 }

@@ -35,7 +35,23 @@ final class LoadParticipant: @unchecked Sendable {
 
     let room: Int
     let userId: String
-    let audio: LoadAudio
+    /// The connection's part in the run: a participant's own connection (audio, and video when
+    /// the server carries it there), or one of the extra connections Janus needs for video.
+    enum Role: Equatable {
+        case member
+        /// A Janus VideoRoom publisher connection: the member's camera, video only.
+        case camera
+        /// A Janus VideoRoom subscriber connection: one watched camera, offered by the server.
+        case subscriber
+    }
+
+    let role: Role
+    /// The participant an extra connection belongs to (nil for a member itself).
+    let owner: LoadParticipant?
+    /// The Opus this connection sends; nil for a video-only connection.
+    let audio: LoadAudio?
+    /// The payload type of the VP8 received (ours, or the one the server's offer chose).
+    var videoPayloadType = LoadSDP.vp8PayloadType
     let timeline: RoomTimeline
     let isBurstTalker: Bool
     /// Whether someone else in the room talks, so this participant must receive audio (the
@@ -83,8 +99,11 @@ final class LoadParticipant: @unchecked Sendable {
     private(set) var latencies: [(at: MediaTime, ms: Double)] = []
     var errors: [String] = []
 
-    init(room: Int, userId: String, audio: LoadAudio, timeline: RoomTimeline, isBurstTalker: Bool, isProbe: Bool,
-         dtlsContext: DTLSContext, video: LoadVideo? = nil, slots: Int = 0) {
+    init(room: Int, userId: String, audio: LoadAudio?, timeline: RoomTimeline, isBurstTalker: Bool, isProbe: Bool,
+         dtlsContext: DTLSContext, video: LoadVideo? = nil, slots: Int = 0, role: Role = .member,
+         owner: LoadParticipant? = nil) {
+        self.role = role
+        self.owner = owner
         self.room = room
         self.video = video
         self.slots = video == nil ? 0 : slots
@@ -98,12 +117,23 @@ final class LoadParticipant: @unchecked Sendable {
 
     func offer(host: String = "127.0.0.1", port: Int) -> String {
         LoadSDP.offer(ice: localICE, fingerprint: dtlsContext.certificate.sdpFingerprint, host: host, port: port,
-                      media: .init(audioSSRC: audioSSRC, videoSSRC: video == nil ? nil : videoSSRC, slots: slots))
+                      media: .init(audioSSRC: audio == nil ? nil : audioSSRC, videoSSRC: video == nil ? nil : videoSSRC,
+                                   slots: slots))
+    }
+
+    /// Our answer to the server's offer (a subscriber connection), remembering its VP8 type.
+    func answer(toOffer offer: String, host: String, port: Int) -> String {
+        let answer = LoadSDP.answer(toOffer: offer, ice: localICE, fingerprint: dtlsContext.certificate.sdpFingerprint,
+                                    host: host, port: port)
+        if let payloadType = answer.videoPayloadType { videoPayloadType = payloadType }
+        return answer.sdp
     }
 
     /// The answer arrived: start ICE toward its candidate.
-    func start(_ answer: LoadSDP.Answer, now: MediaTime) {
-        ice = ICEClientRole(local: localICE, remote: answer.ice, tieBreaker: UInt64.random(in: 0...UInt64.max))
+    /// `controlling` is false when the server made the offer (it controls ICE then).
+    func start(_ answer: LoadSDP.Answer, now: MediaTime, controlling: Bool = true) {
+        ice = ICEClientRole(local: localICE, remote: answer.ice, tieBreaker: UInt64.random(in: 0...UInt64.max),
+                            isControlling: controlling)
         serverAddress = TransportAddress(ipv4: answer.host, port: UInt16(clamping: answer.port))
         do {
             dtls = try DTLSEndpoint(context: dtlsContext, role: answer.serverIsPassive ? .client : .server,
@@ -141,6 +171,11 @@ final class LoadParticipant: @unchecked Sendable {
             handle(dtls.handleTimeout(now: now), now: now)
         }
         guard phase == .established else { return }
+        if audio != nil { tickAudio(now: now) }
+        if video != nil { tickVideo(now: now) }
+    }
+
+    private func tickAudio(now: MediaTime) {
         var next = nextFrameAt ?? now.adding(nanoseconds: UInt64.random(in: 0..<20_000_000))
         var sent = 0
         while next <= now, sent < 3 {
@@ -149,7 +184,6 @@ final class LoadParticipant: @unchecked Sendable {
             sent += 1
         }
         nextFrameAt = next <= now ? now.adding(milliseconds: 20) : next
-        if video != nil { tickVideo(now: now) }
     }
 
     /// Reception totals, and those of the last interval (for the per-second samples).
@@ -165,7 +199,7 @@ final class LoadParticipant: @unchecked Sendable {
     }
 
     private func sendAudio(now: MediaTime) {
-        guard let srtp else { return }
+        guard let srtp, let audio else { return }
         let index = frameIndex % audio.frames.count
         if isBurstTalker, audio.burstStarts.contains(index) { timeline.burstSent(at: now) }
         var packet: [UInt8] = []
@@ -254,7 +288,7 @@ final class LoadParticipant: @unchecked Sendable {
         let sequence = UInt16(packet[2]) << 8 | UInt16(packet[3])
         let timestamp = UInt32(packet[4]) << 24 | UInt32(packet[5]) << 16 | UInt32(packet[6]) << 8 | UInt32(packet[7])
         let ssrc = UInt32(packet[8]) << 24 | UInt32(packet[9]) << 16 | UInt32(packet[10]) << 8 | UInt32(packet[11])
-        if packet[1] & 0x7F == LoadSDP.vp8PayloadType {
+        if packet[1] & 0x7F == videoPayloadType {
             videoStreams[ssrc, default: ReceivedStream(clockRate: 90_000)]
                 .received(sequenceNumber: sequence, timestamp: timestamp, arrival: now)
             if packet[1] & 0x80 != 0 { videoFramesReceived += 1 }

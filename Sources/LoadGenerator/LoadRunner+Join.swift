@@ -53,10 +53,14 @@ extension LoadRunner {
             }
             try await tasks.waitForAll()
         }
-        // Give the last handshakes a moment before the measured period starts.
+        try await awaitHandshakes()
+    }
+
+    /// Gives the last handshakes (of every connection) up to 5 s before going on.
+    func awaitHandshakes() async throws {
         for _ in 0..<50 {
             let pending = try await loop.submit {
-                self.participants.filter { $0.phase == .checking || $0.phase == .handshaking }.count
+                (self.participants + self.auxiliaries).filter { $0.phase == .checking || $0.phase == .handshaking }.count
             }.get()
             if pending == 0 { break }
             try await Task.sleep(nanoseconds: 100_000_000)
@@ -67,43 +71,59 @@ extension LoadRunner {
     /// and starts ICE towards the answer's candidate.
     func join(_ participant: LoadParticipant) async {
         do {
-            let handler = LoadDatagramHandler(participant: participant)
-            let channel = try await DatagramBootstrap(group: group)
-                .channelInitializer { $0.pipeline.addHandler(handler) }
-                .bind(host: localHost, port: 0).get()
-            guard let port = channel.localAddress?.port else { throw LoadHTTP.Failure(description: "no local port") }
-            let started = MediaTime.now()
-            let joined: LoadJoin
-            do {
-                joined = try await signaling.join(room: participant.room, userId: participant.userId,
-                                                  offer: participant.offer(host: localHost, port: port))
-            } catch {
-                try? await channel.close()
-                throw error
+            try await connect(participant) { offer in
+                try await self.signaling.join(room: participant.room, userId: participant.userId, offer: offer)
             }
-            let answer = try LoadSDP.parseAnswer(joined.answer)
-            let server = try SocketAddress(ipAddress: answer.host, port: answer.port)
-            try await loop.submit {
-                participant.joinStartedAt = started
-                participant.send = { bytes in
-                    var buffer = channel.allocator.buffer(capacity: bytes.count)
-                    buffer.writeBytes(bytes)
-                    channel.writeAndFlush(AddressedEnvelope(remoteAddress: server, data: buffer), promise: nil)
-                }
-                self.participants.append(participant)
-                self.channels.append(channel)
-                self.hangUps.append(joined.hangUp)
-                participant.start(answer, now: .now())
-            }.get()
         } catch {
             try? await loop.submit { self.joinFailures.append("\(participant.userId): \(error)") }.get()
         }
     }
 
+    /// Binds a socket for `participant`, lets `negotiate` turn its offer into an answer, and
+    /// starts ICE (we offered, so we control).
+    func connect(_ participant: LoadParticipant, negotiate: (String) async throws -> LoadJoin) async throws {
+        let channel = try await bind(participant)
+        let started = MediaTime.now()
+        do {
+            guard let port = channel.localAddress?.port else { throw LoadHTTP.Failure(description: "no local port") }
+            let joined = try await negotiate(participant.offer(host: localHost, port: port))
+            try await begin(participant, on: channel, answer: LoadSDP.parseAnswer(joined.answer), started: started,
+                            controlling: true, hangUp: joined.hangUp)
+        } catch {
+            try? await channel.close()
+            throw error
+        }
+    }
+
+    func bind(_ participant: LoadParticipant) async throws -> any Channel {
+        let handler = LoadDatagramHandler(participant: participant)
+        return try await DatagramBootstrap(group: group)
+            .channelInitializer { $0.pipeline.addHandler(handler) }
+            .bind(host: localHost, port: 0).get()
+    }
+
+    /// Wires the participant's sends to the server's candidate and starts ICE, on the loop.
+    func begin(_ participant: LoadParticipant, on channel: any Channel, answer: LoadSDP.Answer, started: MediaTime,
+               controlling: Bool, hangUp: @escaping @Sendable () async -> Void) async throws {
+        let server = try SocketAddress(ipAddress: answer.host, port: answer.port)
+        try await loop.submit {
+            participant.joinStartedAt = started
+            participant.send = { bytes in
+                var buffer = channel.allocator.buffer(capacity: bytes.count)
+                buffer.writeBytes(bytes)
+                channel.writeAndFlush(AddressedEnvelope(remoteAddress: server, data: buffer), promise: nil)
+            }
+            if participant.role == .member { self.participants.append(participant) } else { self.auxiliaries.append(participant) }
+            self.channels.append(channel)
+            self.hangUps.append(hangUp)
+            participant.start(answer, now: .now(), controlling: controlling)
+        }.get()
+    }
+
     /// Every participant hangs up, a few at a time.
     func leaveAll() async {
         let hangUps = (try? await loop.submit { () -> [@Sendable () async -> Void] in
-            for participant in self.participants { participant.leaving = true }
+            for participant in self.participants + self.auxiliaries { participant.leaving = true }
             return self.hangUps
         }.get()) ?? []
         await withTaskGroup(of: Void.self) { tasks in

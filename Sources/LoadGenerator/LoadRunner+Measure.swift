@@ -8,6 +8,7 @@ extension LoadRunner {
         loop.scheduleRepeatedTask(initialDelay: .milliseconds(5), delay: .milliseconds(5)) { _ in
             let now = MediaTime.now()
             for participant in self.participants { participant.tick(now: now) }
+            for connection in self.auxiliaries { connection.tick(now: now) }
         }
     }
 
@@ -99,13 +100,18 @@ extension LoadRunner {
     private func videoTotals() -> (frames: Int, received: Int, expected: Int, subscribers: Int, blind: [String]) {
         var totals = (frames: 0, received: 0, expected: 0, subscribers: 0, blind: [String]())
         let watches = configuration.video && configuration.slots > 0 && configuration.participants > 1
+        // A member's frames arrive on its own connection, or (Janus) on its subscriber connections.
+        var framesByMember: [ObjectIdentifier: Int] = [:]
+        for connection in participants + auxiliaries {
+            totals.frames += connection.videoFramesReceived
+            totals.received += connection.videoStreams.values.reduce(0) { $0 + $1.received }
+            totals.expected += connection.videoStreams.values.reduce(0) { $0 + $1.expected }
+            framesByMember[ObjectIdentifier(connection.owner ?? connection), default: 0] += connection.videoFramesReceived
+        }
+        guard watches else { return totals }
         for participant in participants {
-            totals.frames += participant.videoFramesReceived
-            totals.received += participant.videoStreams.values.reduce(0) { $0 + $1.received }
-            totals.expected += participant.videoStreams.values.reduce(0) { $0 + $1.expected }
-            guard watches else { continue }
             totals.subscribers += 1
-            if participant.videoFramesReceived == 0 { totals.blind.append(participant.userId) }
+            if framesByMember[ObjectIdentifier(participant), default: 0] == 0 { totals.blind.append(participant.userId) }
         }
         return totals
     }

@@ -49,6 +49,10 @@ public struct LoadConfiguration: Sendable {
 public final class LoadRunner: @unchecked Sendable {
     let configuration: LoadConfiguration
     let signaling: any LoadSignaling
+    /// Set when the run has video and the server carries it on connections of their own.
+    var separateVideo: (any LoadSeparateVideoSignaling)? {
+        configuration.video ? signaling as? any LoadSeparateVideoSignaling : nil
+    }
     /// Our address towards the server: what participants bind to and offer as their candidate
     /// (127.0.0.1 for a local Chorus, the veth address for Janus in its network namespace).
     let localHost: String
@@ -57,6 +61,8 @@ public final class LoadRunner: @unchecked Sendable {
     let runID: String
     /// Touched only on the event loop.
     var participants: [LoadParticipant] = []
+    /// The extra connections of a server that carries video apart (Janus VideoRoom).
+    var auxiliaries: [LoadParticipant] = []
     var channels: [any Channel] = []
     var samples: [LoadResults.Sample] = []
     var joinFailures: [String] = []
@@ -100,7 +106,10 @@ public final class LoadRunner: @unchecked Sendable {
                                         videoSlots: configuration.video ? configuration.slots : 0)
         let ticker = startTicking()
         let sampler = startSampling(since: started)
-        try await joinAll(context: context, audio: audio, camera: camera)
+        try await joinAll(context: context, audio: audio, camera: configuration.video && separateVideo == nil ? camera : nil)
+        if let separateVideo, let camera {
+            try await joinSeparateVideo(separateVideo, context: context, camera: camera)
+        }
         let steady = MediaTime.now().adding(milliseconds: 1_000)
         try await loop.submit { self.steadyFrom = steady }.get()
         try await Task.sleep(nanoseconds: UInt64(configuration.durationSeconds * 1e9))

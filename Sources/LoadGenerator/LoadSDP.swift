@@ -10,9 +10,10 @@ enum LoadSDP {
     static let vp8PayloadType: UInt8 = 96
     static let audioLevelExtensionID: UInt8 = 1
 
-    /// The media of one offer: the audio SSRC, and the camera's SSRC and slot count with video.
+    /// The media of one offer: the audio SSRC (none for a video-only publisher connection),
+    /// and the camera's SSRC and slot count with video.
     struct Media {
-        var audioSSRC: UInt32
+        var audioSSRC: UInt32?
         var videoSSRC: UInt32?
         var slots = 0
     }
@@ -29,30 +30,75 @@ enum LoadSDP {
             "a=fingerprint:\(fingerprint)",
             "a=setup:actpass",
         ]
-        let videoSections = media.videoSSRC.map { ssrc in
-            videoSection(mid: 1, direction: "sendonly", port: port, transport: transport) + ["a=ssrc:\(ssrc) cname:load"]
-                + (0..<media.slots).flatMap { videoSection(mid: 2 + $0, direction: "recvonly", port: port, transport: transport) }
+        let audioSection = media.audioSSRC.map { ssrc in
+            ["m=audio \(port) UDP/TLS/RTP/SAVPF \(opusPayloadType)"] + transport + [
+                "a=mid:0",
+                "a=extmap:\(audioLevelExtensionID) urn:ietf:params:rtp-hdrext:ssrc-audio-level",
+                "a=sendrecv",
+                "a=msid:load audio",
+                "a=rtcp-mux",
+                "a=rtpmap:\(opusPayloadType) opus/48000/2",
+                "a=fmtp:\(opusPayloadType) minptime=10;useinbandfec=1",
+                "a=ssrc:\(ssrc) cname:load",
+            ]
         } ?? []
-        let mids = (0..<(media.videoSSRC == nil ? 1 : 2 + media.slots)).map(String.init).joined(separator: " ")
+        let first = audioSection.isEmpty ? 0 : 1
+        let videoSections = media.videoSSRC.map { ssrc in
+            videoSection(mid: first, direction: "sendonly", port: port, transport: transport)
+                + ["a=msid:load camera", "a=ssrc:\(ssrc) cname:load"]
+                + (0..<media.slots).flatMap {
+                    videoSection(mid: first + 1 + $0, direction: "recvonly", port: port, transport: transport)
+                }
+        } ?? []
+        let sections = first + (media.videoSSRC == nil ? 0 : 1 + media.slots)
         let lines = [
             "v=0",
             "o=- \(UInt64.random(in: 1...UInt64(Int64.max))) 2 IN IP4 \(host)",
             "s=-",
             "t=0 0",
-            "a=group:BUNDLE \(mids)",
+            "a=group:BUNDLE \((0..<sections).map(String.init).joined(separator: " "))",
             "a=msid-semantic: WMS load",
-            "m=audio \(port) UDP/TLS/RTP/SAVPF \(opusPayloadType)",
-        ] + transport + [
-            "a=mid:0",
-            "a=extmap:\(audioLevelExtensionID) urn:ietf:params:rtp-hdrext:ssrc-audio-level",
-            "a=sendrecv",
-            "a=msid:load audio",
-            "a=rtcp-mux",
-            "a=rtpmap:\(opusPayloadType) opus/48000/2",
-            "a=fmtp:\(opusPayloadType) minptime=10;useinbandfec=1",
-            "a=ssrc:\(media.audioSSRC) cname:load",
-        ] + videoSections
+        ] + audioSection + videoSections
         return lines.joined(separator: "\r\n") + "\r\n"
+    }
+
+    /// Our answer to a server's offer (a Janus VideoRoom subscriber connection): every video
+    /// section that offers VP8 is accepted receive-only with that payload type; any other
+    /// section is rejected (port 0). We take the DTLS client role (`setup:active`).
+    static func answer(toOffer offer: String, ice: ICECredentials, fingerprint: String, host: String, port: Int)
+        -> (sdp: String, videoPayloadType: UInt8?)
+    {
+        var sections: [[String]] = []
+        for raw in offer.split(whereSeparator: \.isNewline) {
+            let line = String(raw)
+            if line.hasPrefix("m=") { sections.append([line]) } else if !sections.isEmpty { sections[sections.count - 1].append(line) }
+        }
+        var accepted: [String] = []
+        var body: [String] = []
+        var payloadType: UInt8?
+        for section in sections {
+            let media = section[0].dropFirst(2).split(separator: " ")
+            let mid = section.first { $0.hasPrefix("a=mid:") }.map { String($0.dropFirst(6)) } ?? "\(accepted.count)"
+            let vp8 = section.lazy.compactMap { line -> UInt8? in
+                guard line.hasPrefix("a=rtpmap:"), line.uppercased().contains(" VP8/90000") else { return nil }
+                return UInt8(line.dropFirst(9).prefix { $0 != " " })
+            }.first
+            guard media.first == "video", media.count >= 3, let vp8 else {
+                body += ["m=\(media.first ?? "application") 0 \(media.count > 2 ? media[2] : "UDP/TLS/RTP/SAVPF") 0",
+                         "c=IN IP4 0.0.0.0", "a=mid:\(mid)", "a=inactive"]
+                continue
+            }
+            payloadType = payloadType ?? vp8
+            accepted.append(mid)
+            body += ["m=video \(port) \(media[2]) \(vp8)", "c=IN IP4 \(host)", "a=rtcp:9 IN IP4 0.0.0.0",
+                     "a=candidate:1 1 udp 2130706431 \(host) \(port) typ host", "a=end-of-candidates",
+                     "a=ice-ufrag:\(ice.ufrag)", "a=ice-pwd:\(ice.password)", "a=fingerprint:\(fingerprint)",
+                     "a=setup:active", "a=mid:\(mid)", "a=recvonly", "a=rtcp-mux",
+                     "a=rtpmap:\(vp8) VP8/90000", "a=rtcp-fb:\(vp8) nack", "a=rtcp-fb:\(vp8) nack pli"]
+        }
+        let head = ["v=0", "o=- \(UInt64.random(in: 1...UInt64(Int64.max))) 2 IN IP4 \(host)", "s=-", "t=0 0",
+                    "a=group:BUNDLE \(accepted.joined(separator: " "))", "a=msid-semantic: WMS load"]
+        return ((head + body).joined(separator: "\r\n") + "\r\n", payloadType)
     }
 
     /// One VP8 m-line (no RTX: a loopback run loses nearly nothing, and plain retransmissions
@@ -89,7 +135,8 @@ enum LoadSDP {
         }
     }
 
-    /// Reads the transport from an answer (the first values win: every section repeats them).
+    /// Reads the transport from an answer, or from a server's offer (the first values win:
+    /// every section repeats them).
     static func parseAnswer(_ sdp: String) throws(AnswerError) -> Answer {
         var ufrag: String?, pwd: String?, candidate: (String, Int)?, fingerprint: DTLSFingerprint?, setup: String?
         for raw in sdp.split(whereSeparator: \.isNewline) {

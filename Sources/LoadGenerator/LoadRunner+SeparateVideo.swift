@@ -1,0 +1,108 @@
+import ChorusCore
+import DTLS
+import Foundation
+import NIOCore
+
+extension LoadRunner {
+    /// Video on a server that carries it apart from the participant's connection (Janus
+    /// VideoRoom), after everyone joined the audio rooms: each member publishes its camera on a
+    /// connection of its own; once those are up (a feed can be watched only then), each member
+    /// watches up to `slots` of the others in its room, the ones after it in join order, each
+    /// on a subscriber connection that the server offers and we answer.
+    func joinSeparateVideo(_ video: any LoadSeparateVideoSignaling, context: DTLSContext, camera: LoadVideo)
+        async throws
+    {
+        let members = try await loop.submit { self.participants }.get()
+        let feeds = await forEach(members) { member -> (ObjectIdentifier, UInt64)? in
+            let connection = LoadParticipant(
+                room: member.room, userId: member.userId, audio: nil, timeline: member.timeline, isBurstTalker: false,
+                isProbe: false, dtlsContext: context, video: camera, role: .camera, owner: member)
+            let feed = LockedFeed()
+            do {
+                try await self.connect(connection) { offer in
+                    let published = try await video.publish(room: member.room, userId: member.userId, offer: offer)
+                    feed.value = published.feed
+                    return published.join
+                }
+            } catch {
+                await self.noteFailure("\(member.userId) camera: \(error)")
+            }
+            return feed.value.map { (ObjectIdentifier(member), $0) }
+        }
+        let feedOf = Dictionary(feeds.compactMap { $0 }, uniquingKeysWith: { first, _ in first })
+        try await awaitHandshakes()
+        let watches = members.flatMap { member in
+            watched(by: member, among: members).compactMap { other in feedOf[ObjectIdentifier(other)].map { (member, $0) } }
+        }
+        _ = await forEach(watches) { member, feed in
+            await self.subscribe(member, to: feed, video: video, context: context)
+        }
+        try await awaitHandshakes()
+    }
+
+    /// The members whose cameras `member` watches: the next `slots` others in its room.
+    private func watched(by member: LoadParticipant, among members: [LoadParticipant]) -> [LoadParticipant] {
+        let room = members.filter { $0.room == member.room }
+        guard let index = room.firstIndex(where: { $0 === member }), room.count > 1 else { return [] }
+        let count = min(configuration.slots, room.count - 1)
+        guard count > 0 else { return [] }
+        return (1...count).map { room[(index + $0) % room.count] }
+    }
+
+    /// One subscriber connection: the server's offer, our answer, then ICE as the controlled side.
+    private func subscribe(_ member: LoadParticipant, to feed: UInt64, video: any LoadSeparateVideoSignaling,
+                           context: DTLSContext) async {
+        let connection = LoadParticipant(
+            room: member.room, userId: member.userId, audio: nil, timeline: member.timeline, isBurstTalker: false,
+            isProbe: false, dtlsContext: context, role: .subscriber, owner: member)
+        do {
+            let channel = try await bind(connection)
+            let started = MediaTime.now()
+            do {
+                guard let port = channel.localAddress?.port else { throw LoadHTTP.Failure(description: "no local port") }
+                let subscription = try await video.subscribe(room: member.room, feed: feed)
+                let offer = try LoadSDP.parseAnswer(subscription.offer)
+                let answer = try await loop.submit {
+                    connection.answer(toOffer: subscription.offer, host: self.localHost, port: port)
+                }.get()
+                try await subscription.start(answer)
+                try await begin(connection, on: channel, answer: offer, started: started, controlling: false,
+                                hangUp: subscription.hangUp)
+            } catch {
+                try? await channel.close()
+                throw error
+            }
+        } catch {
+            await noteFailure("\(member.userId) watching feed \(feed): \(error)")
+        }
+    }
+
+    private func noteFailure(_ text: String) async {
+        try? await loop.submit { self.joinFailures.append(text) }.get()
+    }
+
+    /// Runs `body` for every element, 8 at a time (as the joins), and returns the results.
+    private func forEach<Element: Sendable, Result: Sendable>(
+        _ elements: [Element], _ body: @escaping @Sendable (Element) async -> Result
+    ) async -> [Result] {
+        await withTaskGroup(of: Result.self) { tasks in
+            var results: [Result] = []
+            var inFlight = 0
+            for element in elements {
+                if inFlight >= 8, let result = await tasks.next() {
+                    results.append(result)
+                    inFlight -= 1
+                }
+                tasks.addTask { await body(element) }
+                inFlight += 1
+            }
+            for await result in tasks { results.append(result) }
+            return results
+        }
+    }
+}
+
+/// The feed id a publish callback hands back (written once, read after the callback returned).
+private final class LockedFeed: @unchecked Sendable {
+    var value: UInt64?
+}
