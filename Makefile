@@ -1,14 +1,16 @@
 # Chorus — the two commands are `make run` and `make test`; everything they need is installed here.
 SHELL := /bin/bash
 # chromium: the headless browser of the web client's end-to-end test (Tests/Interop/test_browser.py).
-APT_PACKAGES := libopus-dev libvpx-dev libsrtp2-dev libssl-dev libsqlite3-dev pkg-config chromium
+# janus, iproute2, curl: the Janus peer of `chorus load --target janus` (Tests/Interop/test_load_janus.py
+# and `make bench-compare`), run in a network namespace.
+APT_PACKAGES := libopus-dev libvpx-dev libsrtp2-dev libssl-dev libsqlite3-dev pkg-config chromium janus iproute2 curl
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 VENV := .venv
 PY := $(VENV)/bin/python
 HTTP_PORT ?= 8080
 OUTPUT := test-output
 
-.PHONY: run test deps venv build build-release unit interop bench fuzz clean
+.PHONY: run test deps venv build build-release unit interop bench bench-compare fuzz clean
 
 run: deps build-release
 	.build/release/chorus serve --db ./chorus.sqlite --demo --http-port $(HTTP_PORT)
@@ -50,6 +52,12 @@ interop: deps venv build
 # Benchmarks build in their own scratch folder: the manifest differs with CHORUS_BENCHMARKS set.
 bench: deps
 	CHORUS_BENCHMARKS=1 swift package --scratch-path .build-bench --disable-sandbox benchmark
+
+# Chorus and Janus 1.1.2 (Debian's janus: AudioBridge) under the same `chorus load` scenarios, in
+# one run on this machine; Janus in a network namespace the script creates (root: ip netns).
+# Results and the comparison table go to bench-output/compare/ (see docs/PERFORMANCE.md).
+bench-compare: deps build-release
+	$(SUDO) Benchmarks/Compare/bench-compare.sh
 
 # libFuzzer harnesses (Fuzz/<Name>/, built with -sanitize=fuzzer,address) in their own scratch
 # folder: the manifest differs with CHORUS_FUZZ set. Each runs FUZZ_SECONDS, one at a time, from

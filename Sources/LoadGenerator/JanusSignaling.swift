@@ -6,8 +6,8 @@ import Foundation
 /// One Janus session carries the run: a control handle creates the 48 kHz AudioBridge rooms,
 /// and each participant gets a handle of its own (one PeerConnection each, as Janus needs)
 /// whose `join` carries the SDP offer. The answer comes asynchronously on the session's long
-/// poll, matched by transaction; the long poll also keeps the session alive (Janus drops a
-/// session after 60 s without a request). Hang-up detaches the handle; `finish` destroys the
+/// poll, matched by transaction; a keepalive every 20 s holds the session (Janus drops it
+/// after 60 s without one, long poll or not). Hang-up detaches the handle; `finish` destroys the
 /// rooms and the session.
 actor JanusSignaling: LoadSignaling {
     struct Failure: Error, CustomStringConvertible {
@@ -26,6 +26,7 @@ actor JanusSignaling: LoadSignaling {
     /// Joins waiting for their event (transaction → continuation with the event's JSON).
     private var waiting: [String: CheckedContinuation<Data, any Error>] = [:]
     private var poller: Task<Void, Never>?
+    private var keeper: Task<Void, Never>?
     private var transactions = 0
 
     init(http: LoadHTTP, runID: String) {
@@ -112,6 +113,7 @@ actor JanusSignaling: LoadSignaling {
         }
         _ = try? await post("/janus/\(session)", ["janus": "destroy"])
         poller?.cancel()
+        keeper?.cancel()
         self.session = nil
         for (_, continuation) in waiting { continuation.resume(throwing: Failure(description: "session closed")) }
         waiting = [:]
@@ -124,6 +126,7 @@ actor JanusSignaling: LoadSignaling {
         guard let id = Self.id(in: reply) else { throw Failure(description: "Janus create: \(Self.text(reply))") }
         session = id
         poller = Task { await self.poll(session: id) }
+        keeper = Task { await self.keepAlive(session: id) }
         return id
     }
 
@@ -158,6 +161,15 @@ actor JanusSignaling: LoadSignaling {
                 if failures > 5 { break }
                 try? await Task.sleep(nanoseconds: 200_000_000)
             }
+        }
+    }
+
+    /// A keepalive every 20 s: a long poll alone does not keep a Janus session alive.
+    private func keepAlive(session: UInt64) async {
+        while !Task.isCancelled, self.session == session {
+            try? await Task.sleep(nanoseconds: 20_000_000_000)
+            guard !Task.isCancelled, self.session == session else { return }
+            _ = try? await post("/janus/\(session)", ["janus": "keepalive"])
         }
     }
 

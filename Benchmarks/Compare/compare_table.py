@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""The side-by-side table of `make bench-compare`: reads every <server>-<scenario>/results.json
+under the output folder (written by `chorus load`) and prints a Markdown table per scenario,
+with Chorus's capacity as a multiple of Janus's (participants per server CPU-second)."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+LABELS = {"chorus": "Chorus", "janus": "Janus 1.1.2 (defaults)", "janus2": "Janus 1.1.2 (event_loops = 2)"}
+ORDER = ["chorus", "janus", "janus2"]
+
+
+def load(folder: Path) -> dict[str, dict[str, dict]]:
+    runs: dict[str, dict[str, dict]] = {}
+    for results in sorted(folder.glob("*-*/results.json")):
+        server, scenario = results.parent.name.split("-", 1)
+        runs.setdefault(scenario, {})[server] = json.loads(results.read_text())
+    return runs
+
+
+def capacity(run: dict) -> float | None:
+    """Participants carried per server CPU-second (1 / CPU-seconds per participant-second)."""
+    cost = run.get("serverCPUSecondsPerParticipantSecond")
+    return 1 / cost if cost else None
+
+
+def row(server: str, run: dict, janus_capacity: float | None) -> str:
+    m2e = run["mouthToEar"]
+    cap = capacity(run)
+    ratio = f"{cap / janus_capacity:.1f}×" if cap and janus_capacity else "—"
+    cores = run.get("serverCPUCores")
+    return " | ".join([
+        LABELS.get(server, server),
+        f"{run['established']}/{run['participants']}",
+        f"{run['listenersWithAudio']}",
+        f"{run['audioLossPercent']:.2f}",
+        f"{m2e['p50']:.0f} / {m2e['p95']:.0f}" if m2e["count"] else "—",
+        f"{run['joinTime']['p50']:.0f}",
+        f"{cores:.3f}" if cores is not None else "—",
+        f"{run['serverCPUSecondsPerParticipantSecond'] * 1000:.2f}" if cap else "—",
+        f"{cap:.0f}" if cap else "—",
+        ratio,
+        f"{run['generatorCPUCores']:.2f}",
+        "pass" if run["passed"] else "FAIL",
+    ])
+
+
+def main() -> int:
+    folder = Path(sys.argv[1] if len(sys.argv) > 1 else "bench-output/compare")
+    runs = load(folder)
+    if not runs:
+        print(f"no results under {folder}", file=sys.stderr)
+        return 1
+    header = ("| server | established | listeners with audio | loss % | mouth-to-ear p50 / p95 ms | join p50 ms "
+              "| server cores | server CPU-ms per participant-s | participants per core | vs Janus defaults "
+              "| generator cores | verdict |")
+    for scenario, servers in sorted(runs.items()):
+        first = next(iter(servers.values()))["scenario"]
+        print(f"\n### {scenario}: {first['rooms']} room(s) × {first['participantsPerRoom']} participants, "
+              f"{first['talkersPerRoom']} talker(s) each, {first['durationSeconds']:.0f} s\n")
+        print(header)
+        print("|" + "---|" * (header.count("|") - 1))
+        janus_capacity = capacity(servers["janus"]) if "janus" in servers else None
+        for server in sorted(servers, key=lambda s: ORDER.index(s) if s in ORDER else 99):
+            print("| " + row(server, servers[server], janus_capacity) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
