@@ -10,7 +10,8 @@
 #
 # Scenarios are sized so that Janus is not overloaded on 2 cores with the generator beside it
 # (Janus costs ~0.05 cores a room plus ~0.022 cores a participant): the meeting pattern
-# (rooms of 10, one talker) and a bigger room with 3 talkers. CHORUS_ONLY adds Chorus's
+# (rooms of 10, one talker), a bigger room with 3 talkers, and small video meetings (every
+# camera on, two slots each: Janus VideoRoom beside AudioBridge, 4 connections per user). CHORUS_ONLY adds Chorus's
 # targets (1,000 in one room; 50 rooms of 10) that Janus could not carry here.
 #
 # Environment: OUT (default bench-output/compare), DURATION seconds per run (default 30),
@@ -26,8 +27,8 @@ BIN=.build/release/chorus
 NETNS=Benchmarks/Janus/janus-netns.sh
 JANUS_URL=http://198.18.0.2:8088
 HTTP_PORT=${CHORUS_HTTP_PORT:-18090}
-# name:rooms:participants:talkers
-SCENARIOS=(meeting-5x10:5:10:1 room-1x40:1:40:3)
+# name:rooms:participants:talkers[:slots with video]
+SCENARIOS=(meeting-5x10:5:10:1 room-1x40:1:40:3 video-meeting-3x5:3:5:1:2)
 BIG=(room-1x1000:1:1000:3 meeting-50x10:50:10:1)
 
 log() { printf '\n== %s\n' "$*" >&2; }
@@ -44,13 +45,14 @@ rm -rf "${OUT:?}"/chorus-* "${OUT:?}"/janus-* "${OUT:?}"/janus2-*
 # One scenario against one server: run_load SERVER_LABEL TARGET URL PID NAME:R:P:T [key secret]
 run_load() {
     local label=$1 target=$2 url=$3 pid=$4 spec=$5 key=${6:-} secret=${7:-}
-    local name rooms participants talkers
-    IFS=: read -r name rooms participants talkers <<<"$spec"
-    log "$label · $name ($rooms × $participants, $talkers talker(s)), ${DURATION} s"
+    local name rooms participants talkers slots
+    IFS=: read -r name rooms participants talkers slots <<<"$spec"
+    log "$label · $name ($rooms × $participants, $talkers talker(s)${slots:+, video with $slots slots}), ${DURATION} s"
     local args=(load --target "$target" --url "$url" --rooms "$rooms" --participants "$participants"
         --talkers "$talkers" --duration "$DURATION" --ramp-up "$RAMP_UP" --server-pid "$pid"
         --output "$OUT/$label-$name" --quiet)
     [[ -n $key ]] && args+=(--app-key "$key" --app-secret "$secret")
+    [[ -n $slots ]] && args+=(--video --slots "$slots")
     # A failed run (a listener heard nothing) is still a result to report, not a reason to stop.
     "$BIN" "${args[@]}" || echo "($label $name did not pass; see $OUT/$label-$name/results.json)" >&2
 }

@@ -42,6 +42,8 @@ def row(server: str, run: dict, janus_capacity: float | None) -> str:
         f"{run['serverCPUSecondsPerParticipantSecond'] * 1000:.2f}" if cap else "—",
         f"{cap:.0f}" if cap else "—",
         ratio,
+        f"{run['subscribersWithVideo']}/{run['videoSubscribers']}, {run['videoLossPercent']:.2f} %"
+        if run["scenario"].get("video") else "—",
         f"{run['generatorCPUCores']:.2f}",
         "pass" if run["passed"] else "FAIL",
     ])
@@ -55,11 +57,12 @@ def main() -> int:
         return 1
     header = ("| server | established | listeners with audio | loss % | mouth-to-ear p50 / p95 ms | join p50 ms "
               "| server cores | server CPU-ms per participant-s | participants per core | vs Janus defaults "
-              "| generator cores | verdict |")
+              "| video: subscribers seeing, loss | generator cores | verdict |")
     for scenario, servers in sorted(runs.items()):
         first = next(iter(servers.values()))["scenario"]
+        video = f", video with {first['slots']} slots" if first.get("video") else ", audio only"
         print(f"\n### {scenario}: {first['rooms']} room(s) × {first['participantsPerRoom']} participants, "
-              f"{first['talkersPerRoom']} talker(s) each, {first['durationSeconds']:.0f} s\n")
+              f"{first['talkersPerRoom']} talker(s) each{video}, {first['durationSeconds']:.0f} s\n")
         print(header)
         print("|" + "---|" * (header.count("|") - 1))
         janus_capacity = capacity(servers["janus"]) if "janus" in servers else None
