@@ -1,7 +1,8 @@
 import Foundation
 
-/// Janus's HTTP API (janus.plugin.audiobridge), for the side-by-side runs: the same simulated
-/// participants and media as against Chorus, joined the way a Janus application joins them.
+/// Janus's HTTP API (janus.plugin.audiobridge; janus.plugin.videoroom for video, in
+/// `JanusSignaling+VideoRoom`), for the side-by-side runs: the same simulated participants and
+/// media as against Chorus, joined the way a Janus application joins them.
 ///
 /// One Janus session carries the run: a control handle creates the 48 kHz AudioBridge rooms,
 /// and each participant gets a handle of its own (one PeerConnection each, as Janus needs)
@@ -15,7 +16,8 @@ actor JanusSignaling: LoadSignaling {
     }
 
     let http: LoadHTTP
-    /// AudioBridge room numbers of this run: a random base, so runs never collide.
+    /// Room numbers of this run (AudioBridge and VideoRoom alike): a random base plus the room's
+    /// index, so concurrent runs do not collide.
     let roomBase: UInt64
     private var session: UInt64?
     private var control: UInt64?
@@ -29,7 +31,7 @@ actor JanusSignaling: LoadSignaling {
     private var keeper: Task<Void, Never>?
     private var transactions = 0
 
-    init(http: LoadHTTP, runID: String) {
+    init(http: LoadHTTP) {
         self.http = http
         roomBase = UInt64(UInt32.random(in: 1_000_000...UInt32.max)) << 8
     }

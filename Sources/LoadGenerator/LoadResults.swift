@@ -92,7 +92,8 @@ public struct LoadResults: Codable, Sendable, Equatable {
     public var participants: Int
     public var joined: Int
     public var established: Int
-    /// Request sent → DTLS connected, milliseconds.
+    /// First signalling request (Chorus: the registration; Janus: the handle's attach) → DTLS
+    /// connected, milliseconds.
     public var joinTime: Distribution
     /// Listeners (every participant receives the mix) that received audio during the run.
     public var listenersWithAudio: Int

@@ -75,8 +75,12 @@ extension LoadRunner {
                 try await self.signaling.join(room: participant.room, userId: participant.userId, offer: offer)
             }
         } catch {
-            try? await loop.submit { self.joinFailures.append("\(participant.userId): \(error)") }.get()
+            await noteFailure("\(participant.userId): \(error)")
         }
+    }
+
+    func noteFailure(_ text: String) async {
+        try? await loop.submit { self.joinFailures.append(text) }.get()
     }
 
     /// Binds a socket for `participant`, lets `negotiate` turn its offer into an answer, and
@@ -126,16 +130,26 @@ extension LoadRunner {
             for participant in self.participants + self.auxiliaries { participant.leaving = true }
             return self.hangUps
         }.get()) ?? []
-        await withTaskGroup(of: Void.self) { tasks in
+        _ = await forEach(hangUps) { hangUp in await hangUp() }
+    }
+
+    /// Runs `body` for every element, 8 at a time (the joins' pace), and returns the results.
+    func forEach<Element: Sendable, Result: Sendable>(
+        _ elements: [Element], _ body: @escaping @Sendable (Element) async -> Result
+    ) async -> [Result] {
+        await withTaskGroup(of: Result.self) { tasks in
+            var results: [Result] = []
             var inFlight = 0
-            for hangUp in hangUps {
-                if inFlight >= 8 {
-                    await tasks.next()
+            for element in elements {
+                if inFlight >= 8, let result = await tasks.next() {
+                    results.append(result)
                     inFlight -= 1
                 }
-                tasks.addTask { await hangUp() }
+                tasks.addTask { await body(element) }
                 inFlight += 1
             }
+            for await result in tasks { results.append(result) }
+            return results
         }
     }
 

@@ -17,7 +17,7 @@ extension LoadRunner {
             let connection = LoadParticipant(
                 room: member.room, userId: member.userId, audio: nil, timeline: member.timeline, isBurstTalker: false,
                 isProbe: false, dtlsContext: context, video: camera, role: .camera, owner: member)
-            let feed = LockedFeed()
+            let feed = FeedBox()
             do {
                 try await self.connect(connection) { offer in
                     let published = try await video.publish(room: member.room, userId: member.userId, offer: offer)
@@ -77,32 +77,9 @@ extension LoadRunner {
         }
     }
 
-    private func noteFailure(_ text: String) async {
-        try? await loop.submit { self.joinFailures.append(text) }.get()
-    }
-
-    /// Runs `body` for every element, 8 at a time (as the joins), and returns the results.
-    private func forEach<Element: Sendable, Result: Sendable>(
-        _ elements: [Element], _ body: @escaping @Sendable (Element) async -> Result
-    ) async -> [Result] {
-        await withTaskGroup(of: Result.self) { tasks in
-            var results: [Result] = []
-            var inFlight = 0
-            for element in elements {
-                if inFlight >= 8, let result = await tasks.next() {
-                    results.append(result)
-                    inFlight -= 1
-                }
-                tasks.addTask { await body(element) }
-                inFlight += 1
-            }
-            for await result in tasks { results.append(result) }
-            return results
-        }
-    }
 }
 
 /// The feed id a publish callback hands back (written once, read after the callback returned).
-private final class LockedFeed: @unchecked Sendable {
+private final class FeedBox: @unchecked Sendable {
     var value: UInt64?
 }

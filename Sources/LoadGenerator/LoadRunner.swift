@@ -84,7 +84,7 @@ public final class LoadRunner: @unchecked Sendable {
             signaling = ChorusSignaling(http: http, appKey: configuration.appKey, appSecret: configuration.appSecret,
                                         runID: runID)
         case "janus":
-            signaling = JanusSignaling(http: http, runID: runID)
+            signaling = JanusSignaling(http: http)
         default:
             throw LoadHTTP.Failure(description: "unknown target \(configuration.target): chorus or janus")
         }

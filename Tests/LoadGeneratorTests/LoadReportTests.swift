@@ -156,7 +156,7 @@ struct LoadReportTests {
             ("Participants", "10 joined, 10 established of 10"), ("Join time", "p50 130 ms  p95 300 ms  (n = 4)"),
             ("Listeners with audio", "10 of 10"), ("Audio loss", "0.50 % (9950 of 10000 packets received)"),
             ("Audio jitter", "p50 1.5 ms  p95 3.4 ms"), ("Mouth-to-ear", "p50 90 ms  p95 150 ms  p99 150 ms"),
-            ("Video received", "0 frames"), ("Server", "1.23 cores, 85 MB peak"), ("Generator CPU", "0.45 cores"),
+            ("Video received", "no video in this run"), ("Server", "1.23 cores, 85 MB peak"), ("Generator CPU", "0.45 cores"),
             ("Server CPU-s / participant-s", "0.1230"),
         ]
         let lines = table.split(separator: "\n").map(String.init)
@@ -165,6 +165,15 @@ struct LoadReportTests {
             #expect(line?.contains(figure) == true, "\(label): \(line ?? "no row")")
         }
         #expect(table.contains("PASS") && table.contains("2 room(s) × 5 participants"))
+
+        var video = Self.results()
+        video.scenario.video = true
+        video.scenario.slots = 2
+        (video.videoSubscribers, video.subscribersWithVideo, video.videoFramesReceived, video.videoLossPercent) =
+            (10, 9, 2_700, 0.25)
+        let videoTable = LoadReport.summaryTable(video)
+        #expect(videoTable.contains("9 of 10 subscribers, 2700 frames, loss 0.25 %"))
+        #expect(videoTable.contains("audio + video (2 slots)"))
         #expect(table.contains("2025-01-02T03:04:05Z") && table.contains("http://127.0.0.1:8080/?a=1&b=2"))
         #expect(!table.contains("FAIL"))
         let widths = Set(table.split(separator: "\n").map(\.count))
