@@ -329,14 +329,15 @@ function renderRoster() {
 
 // -- controls -----------------------------------------------------------------------------------
 
-/** PATCHes this participant; the server's answer is the truth for the buttons. */
+/** PATCHes this participant; the server's answer is the truth for the buttons it changed. Only
+ *  the fields this PATCH set are taken from the answer: two clicks in a row send two PATCHes
+ *  whose answers may arrive in either order, and the older answer must not undo the newer. */
 async function patchSelf(changes) {
   const updated = await api(participantPath(), { method: 'PATCH', body: changes, token: call.token });
-  chorus.audioMuted = updated.audioMuted;
-  chorus.videoPaused = updated.videoPaused;
+  for (const key of Object.keys(changes)) chorus[key] = updated[key];
   // Stop sending locally too: the server drops it anyway, and the camera light should tell.
-  call.stream.getAudioTracks().forEach((t) => { t.enabled = !updated.audioMuted; });
-  call.stream.getVideoTracks().forEach((t) => { t.enabled = !updated.videoPaused; });
+  call.stream.getAudioTracks().forEach((t) => { t.enabled = !chorus.audioMuted; });
+  call.stream.getVideoTracks().forEach((t) => { t.enabled = !chorus.videoPaused; });
   renderControls();
 }
 
