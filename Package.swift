@@ -190,7 +190,7 @@ let package = Package(
         .testTarget(name: "AudioMixerCodecTests", dependencies: ["AudioMixer", "ChorusCore", "COpus"]),
         .testTarget(name: "AudioMixerTests", dependencies: ["AudioMixer", "ChorusCore", "RTP"]),
         .testTarget(name: "VideoForwarderTests", dependencies: ["VideoForwarder", "ChorusCore", "RTP"]),
-        .testTarget(name: "LoadGeneratorTests", dependencies: ["LoadGenerator", "RTP", "ICELite"],
+        .testTarget(name: "LoadGeneratorTests", dependencies: ["LoadGenerator", "RTP", "ICELite", "DTLS"],
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "SDPTests", dependencies: ["SDP", "ChorusCore"], resources: [.copy("Fixtures")]),
         .testTarget(name: "RTPTests", dependencies: ["RTP", "ChorusCore"]),

@@ -1,3 +1,4 @@
+import DTLS
 import RTP
 import Testing
 
@@ -43,5 +44,37 @@ struct LoadVideoTests {
         #expect(chunks.count == 3 && chunks.allSatisfy { $0.count <= LoadVideo.maxChunk })
         #expect(chunks.flatMap { $0 } == frame)
         #expect(LoadVideo.chunk([1, 2, 3]) == [[1, 2, 3]])
+    }
+}
+
+/// The camera's answer to the server's keyframe requests: a PLI or FIR for our SSRC restarts
+/// the loop at its keyframe; one for another SSRC, or a malformed packet, changes nothing.
+@Suite("Load generator: keyframe requests")
+struct LoadKeyframeRequestTests {
+    static func participant() throws -> LoadParticipant {
+        let context = try DTLSContext(certificate: DTLSCertificate(commonName: "test"))
+        return LoadParticipant(room: 0, userId: "u", audio: nil, timeline: RoomTimeline(), isBurstTalker: false,
+                               isProbe: false, dtlsContext: context, video: try LoadVideo.make(seconds: 1))
+    }
+
+    /// RFC 4585 §6.3.1 PLI: V=2, FMT=1, PT=206, length 2, sender SSRC, media SSRC.
+    static func pli(media: UInt32) -> [UInt8] {
+        [0x81, 206, 0, 2, 0, 0, 0, 1] + withUnsafeBytes(of: media.bigEndian, Array.init)
+    }
+
+    /// RFC 5104 §4.3.1 FIR: V=2, FMT=4, PT=206, length 4, sender, media 0, one entry (SSRC, seq).
+    static func fir(entry: UInt32) -> [UInt8] {
+        [0x84, 206, 0, 4, 0, 0, 0, 1, 0, 0, 0, 0] + withUnsafeBytes(of: entry.bigEndian, Array.init) + [7, 0, 0, 0]
+    }
+
+    @Test func pliAndFirForOurCameraRestartAtTheKeyframe() throws {
+        let camera = try Self.participant()
+        camera.receiveRTCP(Self.pli(media: camera.videoSSRC &+ 1))
+        camera.receiveRTCP([0x81, 206, 0])
+        #expect(camera.keyframeRequestsReceived == 0 && !camera.videoSender.restartAtKeyFrame)
+        camera.receiveRTCP(Self.pli(media: camera.videoSSRC))
+        #expect(camera.keyframeRequestsReceived == 1 && camera.videoSender.restartAtKeyFrame)
+        camera.receiveRTCP(Self.fir(entry: camera.videoSSRC))
+        #expect(camera.keyframeRequestsReceived == 2)
     }
 }
