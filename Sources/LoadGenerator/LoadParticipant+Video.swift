@@ -40,14 +40,14 @@ extension LoadParticipant {
             let last = index == frame.chunks.count - 1
             var packet: [UInt8] = []
             packet.reserveCapacity(12 + 4 + chunk.count + 16)
-            packet.appendWriting(count: 12) { writer in
+            packet.appendWriting(count: 16) { writer in
                 writer.put(0x80)
                 writer.put((last ? 0x80 : 0) | LoadSDP.vp8PayloadType)
                 writer.put16(videoSender.sequenceNumber)
                 writer.put32(videoSender.timestamp)
                 writer.put32(videoSSRC)
+                writer.put32(LoadVideo.descriptorWord(pictureID: videoSender.pictureID, startOfFrame: index == 0))
             }
-            packet += LoadVideo.descriptor(pictureID: videoSender.pictureID, startOfFrame: index == 0)
             packet += chunk
             do {
                 try srtp.protectRTP(&packet)

@@ -20,16 +20,7 @@ enum LoadSDP {
 
     static func offer(ice: ICECredentials, fingerprint: String, host: String = "127.0.0.1", port: Int,
                       media: Media) -> String {
-        let transport = [
-            "c=IN IP4 \(host)",
-            "a=rtcp:9 IN IP4 0.0.0.0",
-            "a=candidate:1 1 udp 2130706431 \(host) \(port) typ host",
-            "a=end-of-candidates",
-            "a=ice-ufrag:\(ice.ufrag)",
-            "a=ice-pwd:\(ice.password)",
-            "a=fingerprint:\(fingerprint)",
-            "a=setup:actpass",
-        ]
+        let transport = transportLines(ice: ice, fingerprint: fingerprint, host: host, port: port, setup: "actpass")
         let audioSection = media.audioSSRC.map { ssrc in
             ["m=audio \(port) UDP/TLS/RTP/SAVPF \(opusPayloadType)"] + transport + [
                 "a=mid:0",
@@ -90,15 +81,30 @@ enum LoadSDP {
             }
             payloadType = payloadType ?? vp8
             accepted.append(mid)
-            body += ["m=video \(port) \(media[2]) \(vp8)", "c=IN IP4 \(host)", "a=rtcp:9 IN IP4 0.0.0.0",
-                     "a=candidate:1 1 udp 2130706431 \(host) \(port) typ host", "a=end-of-candidates",
-                     "a=ice-ufrag:\(ice.ufrag)", "a=ice-pwd:\(ice.password)", "a=fingerprint:\(fingerprint)",
-                     "a=setup:active", "a=mid:\(mid)", "a=recvonly", "a=rtcp-mux",
-                     "a=rtpmap:\(vp8) VP8/90000", "a=rtcp-fb:\(vp8) nack", "a=rtcp-fb:\(vp8) nack pli"]
+            body += ["m=video \(port) \(media[2]) \(vp8)"]
+                + transportLines(ice: ice, fingerprint: fingerprint, host: host, port: port, setup: "active")
+                + ["a=mid:\(mid)", "a=recvonly", "a=rtcp-mux",
+                   "a=rtpmap:\(vp8) VP8/90000", "a=rtcp-fb:\(vp8) nack", "a=rtcp-fb:\(vp8) nack pli"]
         }
         let head = ["v=0", "o=- \(UInt64.random(in: 1...UInt64(Int64.max))) 2 IN IP4 \(host)", "s=-", "t=0 0",
                     "a=group:BUNDLE \(accepted.joined(separator: " "))", "a=msid-semantic: WMS load"]
         return ((head + body).joined(separator: "\r\n") + "\r\n", payloadType)
+    }
+
+    /// What every section of ours repeats: the one host candidate, ICE credentials, the
+    /// certificate fingerprint and the DTLS role.
+    private static func transportLines(ice: ICECredentials, fingerprint: String, host: String, port: Int,
+                                       setup: String) -> [String] {
+        [
+            "c=IN IP4 \(host)",
+            "a=rtcp:9 IN IP4 0.0.0.0",
+            "a=candidate:1 1 udp 2130706431 \(host) \(port) typ host",
+            "a=end-of-candidates",
+            "a=ice-ufrag:\(ice.ufrag)",
+            "a=ice-pwd:\(ice.password)",
+            "a=fingerprint:\(fingerprint)",
+            "a=setup:\(setup)",
+        ]
     }
 
     /// One VP8 m-line (no RTX: a loopback run loses nearly nothing, and plain retransmissions

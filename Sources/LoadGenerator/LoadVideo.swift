@@ -112,9 +112,14 @@ struct LoadVideo: Sendable {
         }
     }
 
-    /// The RFC 7741 §4.2 payload descriptor in front of each chunk: X, S on the frame's first
-    /// packet, partition 0; I with a 15-bit picture ID (M set).
+    /// The RFC 7741 §4.2 payload descriptor in front of each chunk, as one big-endian word:
+    /// X, S on the frame's first packet, partition 0; I with a 15-bit picture ID (M set).
+    static func descriptorWord(pictureID: UInt16, startOfFrame: Bool) -> UInt32 {
+        UInt32(0x80 | (startOfFrame ? 0x10 : 0)) << 24 | 0x80 << 16 | 0x8000 | UInt32(pictureID & 0x7FFF)
+    }
+
+    /// The same descriptor as bytes.
     static func descriptor(pictureID: UInt16, startOfFrame: Bool) -> [UInt8] {
-        [0x80 | (startOfFrame ? 0x10 : 0), 0x80, 0x80 | UInt8((pictureID >> 8) & 0x7F), UInt8(pictureID & 0xFF)]
+        withUnsafeBytes(of: descriptorWord(pictureID: pictureID, startOfFrame: startOfFrame).bigEndian, Array.init)
     }
 }
