@@ -16,13 +16,17 @@
 #
 # Environment: OUT (default bench-output/compare), DURATION seconds per run (default 30),
 # RAMP_UP joins per second (default 20; BIG_RAMP_UP, default 100, for the big runs), CHORUS_ONLY=1 to add the big Chorus-only runs,
-# SKIP_TUNED=1 to skip the event_loops = 2 Janus pass.
+# SKIP_TUNED=1 to skip the event_loops = 2 Janus pass, DTX (on, off or negotiated; default on) for
+# the silent participants' Opus DTX. On by default, for both servers: the same input to each
+# (Chorus's answer asks for DTX, as browsers then send it; Janus's does not, but a browser
+# whose application enables DTX sends Janus the same pauses).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 OUT=${OUT:-bench-output/compare}
 DURATION=${DURATION:-30}
 RAMP_UP=${RAMP_UP:-20}
+DTX=${DTX:-on}
 BIN=.build/release/chorus
 NETNS=Benchmarks/Janus/janus-netns.sh
 JANUS_URL=http://198.18.0.2:8088
@@ -50,7 +54,7 @@ run_load() {
     log "$label · $name ($rooms × $participants, $talkers talker(s)${slots:+, video with $slots slots}), ${DURATION} s"
     local args=(load --target "$target" --url "$url" --rooms "$rooms" --participants "$participants"
         --talkers "$talkers" --duration "$DURATION" --ramp-up "$RAMP_UP" --server-pid "$pid"
-        --output "$OUT/$label-$name" --quiet)
+        --output "$OUT/$label-$name" --dtx "$DTX" --quiet)
     [[ -n $key ]] && args+=(--app-key "$key" --app-secret "$secret")
     [[ -n $slots ]] && args+=(--video --slots "$slots")
     # A failed run (a listener heard nothing) is still a result to report, not a reason to stop.

@@ -35,6 +35,7 @@ def row(server: str, run: dict, janus_capacity: float | None) -> str:
         LABELS.get(server, server),
         f"{run['established']}/{run['participants']}",
         f"{run['listenersWithAudio']}",
+        f"{run.get('participantsInDTX', 0)}",
         f"{run['audioLossPercent']:.2f}",
         f"{m2e['p50']:.0f} / {m2e['p95']:.0f}" if m2e["count"] else "—",
         f"{run['joinTime']['p50']:.0f}",
@@ -55,7 +56,7 @@ def main() -> int:
     if not runs:
         print(f"no results under {folder}", file=sys.stderr)
         return 1
-    header = ("| server | established | listeners with audio | loss % | mouth-to-ear p50 / p95 ms | join p50 ms "
+    header = ("| server | established | listeners with audio | silent in DTX | loss % | mouth-to-ear p50 / p95 ms | join p50 ms "
               "| server cores | server CPU-ms per participant-s | participants per core | vs Janus defaults "
               "| video: subscribers seeing, loss | generator cores | verdict |")
     for scenario, servers in sorted(runs.items()):

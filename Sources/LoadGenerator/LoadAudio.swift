@@ -15,6 +15,8 @@ struct LoadAudio: Sendable {
     let levels: [UInt8]
     /// Frames (indices) that start a tone burst.
     let burstStarts: Set<Int>
+    /// Whether this is a silent participant's audio: the only kind a client pauses in DTX.
+    var isSilence = false
 
     static let burstFrequency = 1_000.0
     static let sampleRate = 48_000.0
@@ -35,7 +37,7 @@ struct LoadAudio: Sendable {
             frames.append(try encoder.encode(pcm))
             levels.append(AudioLevel.rfc6464Level(dBov: AudioLevel.dBov(of: pcm)))
         }
-        return LoadAudio(frames: frames, levels: levels, burstStarts: kind == .burst ? [0] : [])
+        return LoadAudio(frames: frames, levels: levels, burstStarts: kind == .burst ? [0] : [], isSilence: kind == .silence)
     }
 
     /// 960 samples of the kind's signal for frame `index` of its loop.

@@ -79,6 +79,11 @@ final class LoadParticipant: @unchecked Sendable {
     private var dtls: DTLSEndpoint?
     var srtp: OpenSSLSRTPTransform?
     private var frameIndex = 0
+    /// How this participant decides on DTX (`LoadDTX`), and the decision once answered: a
+    /// silent participant in DTX sends one frame in 20 (every 400 ms, WebRTC's comfort-noise
+    /// update interval) and lets the RTP timestamp run on over the gaps (RFC 7587 §3.1.3).
+    var dtxMode = LoadDTX.negotiated
+    private(set) var sendsDTX = false
     /// When the next 20 ms frame is due: each participant keeps its own phase, as real
     /// clients do, and a late loop is caught up by at most three frames.
     private var nextFrameAt: MediaTime?
@@ -135,6 +140,8 @@ final class LoadParticipant: @unchecked Sendable {
         ice = ICEClientRole(local: localICE, remote: answer.ice, tieBreaker: UInt64.random(in: 0...UInt64.max),
                             isControlling: controlling)
         serverAddress = TransportAddress(ipv4: answer.host, port: UInt16(clamping: answer.port))
+        sendsDTX = audio?.isSilence == true
+            && (dtxMode == .on || (dtxMode == .negotiated && answer.usesDTX))
         do {
             dtls = try DTLSEndpoint(context: dtlsContext, role: answer.serverIsPassive ? .client : .server,
                                     remoteFingerprints: [answer.fingerprint])
@@ -201,6 +208,11 @@ final class LoadParticipant: @unchecked Sendable {
     private func sendAudio(now: MediaTime) {
         guard let srtp, let audio else { return }
         let index = frameIndex % audio.frames.count
+        if sendsDTX, frameIndex % Self.dtxUpdateFrames != 0 {
+            frameIndex += 1
+            timestamp &+= 960
+            return
+        }
         if isBurstTalker, audio.burstStarts.contains(index) { timeline.burstSent(at: now) }
         var packet: [UInt8] = []
         packet.reserveCapacity(20 + audio.frames[index].count + 16)
@@ -228,6 +240,9 @@ final class LoadParticipant: @unchecked Sendable {
         sequenceNumber &+= 1
         timestamp &+= 960
     }
+
+    /// Frames per DTX comfort-noise update: 400 ms, as WebRTC's Opus sends them.
+    static let dtxUpdateFrames = 20
 
     /// One datagram from the server (RFC 7983 demultiplexing by the first byte).
     func receive(_ datagram: [UInt8], now: MediaTime) {

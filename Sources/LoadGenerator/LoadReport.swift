@@ -62,6 +62,7 @@ public enum LoadReport {
             ("Participants", "\(results.joined) joined, \(results.established) established of \(results.participants)"),
             ("Join time", percentiles(results.joinTime, [50, 95])),
             ("Listeners with audio", "\(results.listenersWithAudio) of \(results.participants)"),
+            ("Silent participants in DTX", "\(results.participantsInDTX)"),
             ("Audio loss", "\(number(results.audioLossPercent, 2)) % (\(results.audioPacketsReceived) of "
                 + "\(results.audioPacketsExpected) packets received)"),
             ("Audio jitter", percentiles(results.audioJitter, [50, 95])),

@@ -97,6 +97,8 @@ public struct LoadResults: Codable, Sendable, Equatable {
     public var joinTime: Distribution
     /// Listeners (every participant receives the mix) that received audio during the run.
     public var listenersWithAudio: Int
+    /// Silent participants that paused in Opus DTX (see `LoadDTX`), so the input is known.
+    public var participantsInDTX: Int = 0
     public var audioPacketsReceived: Int
     public var audioPacketsExpected: Int
     /// Lost / expected, over every audio stream received (RFC 3550 A.3), percent.

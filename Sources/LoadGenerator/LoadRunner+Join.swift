@@ -40,6 +40,7 @@ extension LoadRunner {
                     isBurstTalker: position == 0 && configuration.talkers > 0,
                     isProbe: position >= configuration.talkers && position < configuration.talkers + configuration.probesPerRoom,
                     dtlsContext: context, video: camera, slots: configuration.slots)
+                participant.dtxMode = configuration.dtx
                 let talks = position < configuration.talkers
                 participant.expectsAudio = configuration.talkers > (talks ? 1 : 0)
                 if inFlight >= 8 {

@@ -80,6 +80,7 @@ extension LoadRunner {
                             rampUpPerSecond: configuration.rampUpPerSecond),
             startedAt: started, participants: total, joined: participants.count, established: established.count,
             joinTime: LoadResults.Distribution(joinTimes), listenersWithAudio: withAudio,
+            participantsInDTX: participants.filter(\.sendsDTX).count,
             audioPacketsReceived: received, audioPacketsExpected: expected,
             audioLossPercent: expected > 0 ? Double(max(0, expected - received)) * 100 / Double(expected) : 0,
             audioJitter: LoadResults.Distribution(jitters),

@@ -25,6 +25,8 @@ public struct LoadConfiguration: Sendable {
     /// The server's pid for CPU and memory; found by command line when nil and local.
     public var serverPID: Int32?
     public var progress: Bool = true
+    /// Whether silent participants pause in Opus DTX.
+    public var dtx = LoadDTX.negotiated
 
     public init(url: String, appKey: String, appSecret: String, rooms: Int, participants: Int, talkers: Int,
                 durationSeconds: Double, rampUpPerSecond: Double, output: URL, target: String) {
@@ -39,6 +41,13 @@ public struct LoadConfiguration: Sendable {
         self.output = output
         self.target = target
     }
+}
+
+/// When silent participants use Opus DTX (a comfort-noise packet every 400 ms instead of 50
+/// packets a second): as a browser does, when the server's answer asks for it (`usedtx=1`);
+/// or always, or never, to compare servers on the same input.
+public enum LoadDTX: String, Sendable, CaseIterable {
+    case negotiated, on, off
 }
 
 /// Drives one load run: creates the rooms, registers and joins every simulated participant

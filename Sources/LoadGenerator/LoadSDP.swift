@@ -130,6 +130,8 @@ enum LoadSDP {
         var fingerprint: DTLSFingerprint
         /// DTLS role the answer took: `passive` makes us the client.
         var serverIsPassive: Bool
+        /// The server asks for Opus DTX (`usedtx=1`, RFC 7587 §6.1), which browsers follow.
+        var usesDTX = false
     }
 
     enum AnswerError: Error, CustomStringConvertible {
@@ -145,8 +147,12 @@ enum LoadSDP {
     /// every section repeats them).
     static func parseAnswer(_ sdp: String) throws(AnswerError) -> Answer {
         var ufrag: String?, pwd: String?, candidate: (String, Int)?, fingerprint: DTLSFingerprint?, setup: String?
+        var usesDTX = false
         for raw in sdp.split(whereSeparator: \.isNewline) {
             let line = String(raw)
+            if line.hasPrefix("a=fmtp:"), line.split(whereSeparator: { $0 == " " || $0 == ";" }).contains("usedtx=1") {
+                usesDTX = true
+            }
             if ufrag == nil, line.hasPrefix("a=ice-ufrag:") { ufrag = String(line.dropFirst(12)) }
             if pwd == nil, line.hasPrefix("a=ice-pwd:") { pwd = String(line.dropFirst(10)) }
             if setup == nil, line.hasPrefix("a=setup:") { setup = String(line.dropFirst(8)) }
@@ -167,6 +173,6 @@ enum LoadSDP {
         guard let candidate else { throw .missing("UDP candidate") }
         guard let fingerprint else { throw .missing("sha-256 fingerprint") }
         return Answer(ice: ice, host: candidate.0, port: candidate.1, fingerprint: fingerprint,
-                      serverIsPassive: setup != "active")
+                      serverIsPassive: setup != "active", usesDTX: usesDTX)
     }
 }

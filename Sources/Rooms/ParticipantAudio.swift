@@ -28,6 +28,8 @@ struct ParticipantAudio {
     /// What the participant was sent, per tick: a mix frame, nothing (its mix was silent), or
     /// nothing because the encode failed (never expected; counted so a stall shows why).
     var mixFramesSent: UInt64 = 0
+    /// The share of `mixFramesSent` that was a single sender's own packet, relayed unchanged.
+    var mixFramesRelayed: UInt64 = 0
     var mixFramesSilent: UInt64 = 0
     var mixEncodeFailures: UInt64 = 0
     var pcm = [Int16](repeating: 0, count: 960)
@@ -93,7 +95,8 @@ struct ParticipantAudio {
             "jitterBufferTargetMs": Self.milliseconds(jb.currentTargetMs),
             "talkTimeMs": Int(clamping: talkTicks &* 20),
             "meanLevelDbov": levelCount == 0 ? -127 : Int((levelSum / Double(levelCount)).rounded()),
-            "mixFramesSent": Int(clamping: mixFramesSent), "mixFramesSilent": Int(clamping: mixFramesSilent),
+            "mixFramesSent": Int(clamping: mixFramesSent),
+            "mixFramesRelayed": Int(clamping: mixFramesRelayed), "mixFramesSilent": Int(clamping: mixFramesSilent),
             "mixEncodeFailures": Int(clamping: mixEncodeFailures),
         ]
     }

@@ -11,8 +11,9 @@ struct MixEncoders {
     var encoders: [Key: OpusEncoder] = [:]
     var payload = [UInt8](repeating: 0, count: AudioCodecFormat.maxPayloadBytes)
     var packet: [UInt8] = []
-    /// Distinct encodes done, for tests and metrics.
+    /// Distinct encodes done, and mixes sent as their single sender's packet instead.
     var encodes: UInt64 = 0
+    var relays: UInt64 = 0
 
     mutating func encoder(for key: Key, settings: AudioEncoding) -> OpusEncoder? {
         if let existing = encoders[key] { return existing }
@@ -108,6 +109,11 @@ extension Room {
             }
             return
         }
+        if let relayed = relayablePayload(of: mix) {
+            encoders.relays &+= 1
+            relayed.withUnsafeBytes { deliver($0, mix: mix, to: recipients, relayed: true, now: now) }
+            return
+        }
         let encoder = encoders.encoder(for: key, settings: media?.audio ?? AudioEncoding())
         let loss = recipients.compactMap { participants[$0]?.audio.reportedLossPercent }.max() ?? 0
         encoder?.expectedPacketLossPercent = loss
@@ -122,16 +128,36 @@ extension Room {
             return
         }
         encoders.encodes &+= 1
-        let payload = encoders.payload[0..<length]
+        var payload: [UInt8] = []
+        swap(&payload, &encoders.payload)  // read while `deliver` writes `encoders.packet`
+        payload.withUnsafeBytes { deliver(UnsafeRawBufferPointer(rebasing: $0[0..<length]), mix: mix, to: recipients,
+                                          relayed: false, now: now) }
+        swap(&payload, &encoders.payload)
+    }
+
+    /// The one sender's own packet for this tick when the mix is that sender alone: sent as
+    /// it is, re-encoding what was just decoded would only cost time and quality. Not when
+    /// the frame was concealed, FEC-recovered or not exactly 20 ms (then there is no single
+    /// packet that stands for it), nor when relaying is turned off.
+    private func relayablePayload(of mix: AudioMixerTick<CallID>.Mix) -> [UInt8]? {
+        guard media?.audio.relaySingleSource ?? true, mix.contributingSources.count == 1,
+              let payload = participants[mix.contributingSources[0]]?.audio.receive.relayablePayload,
+              !payload.isEmpty
+        else { return nil }
+        return payload
+    }
+
+    /// Packetises one payload on each recipient's own stream and sends it.
+    private func deliver(_ payload: UnsafeRawBufferPointer, mix: AudioMixerTick<CallID>.Mix, to recipients: [CallID],
+                         relayed: Bool, now: MediaTime) {
         for id in recipients {
-            guard let transport = participants[id]?.transport else { continue }
+            guard let participant = participants[id] else { continue }
             encoders.packet.removeAll(keepingCapacity: true)
-            payload.withUnsafeBytes { bytes in
-                participants[id]?.audio.outbound.packet(payload: bytes, csrcs: mix.csrcs,
-                                                        csrcAudioLevels: mix.csrcAudioLevels, into: &encoders.packet)
-            }
-            transport.sendRTP(encoders.packet, now: now)
-            participants[id]?.audio.mixFramesSent &+= 1
+            participant.audio.outbound.packet(payload: payload, csrcs: mix.csrcs, csrcAudioLevels: mix.csrcAudioLevels,
+                                              into: &encoders.packet)
+            participant.transport.sendRTP(encoders.packet, now: now)
+            participant.audio.mixFramesSent &+= 1
+            if relayed { participant.audio.mixFramesRelayed &+= 1 }
         }
     }
 
@@ -155,4 +181,6 @@ extension Room {
 
     /// Distinct encodes so far (tests check the per-tick bound through this).
     public var audioEncodeCount: UInt64 { encoders.encodes }
+    /// Mixes relayed as their single sender's own packet so far.
+    public var audioRelayCount: UInt64 { encoders.relays }
 }

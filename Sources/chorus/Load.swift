@@ -24,6 +24,8 @@ struct Load: AsyncParsableCommand {
     var target: String = "chorus"
     @Option(help: "The server's pid for CPU and memory (found by command line when local).") var serverPid: Int32?
     @Flag(help: "No progress line.") var quiet = false
+    @Option(help: "Opus DTX for silent participants: negotiated (when the server's answer has usedtx=1, as browsers do), on or off.")
+    var dtx: String = "negotiated"
 
     func validate() throws {
         guard (1...1_000).contains(rooms), (1...10_000).contains(participants), rooms * participants <= 5_000 else {
@@ -33,6 +35,7 @@ struct Load: AsyncParsableCommand {
         guard duration > 0, duration <= 3_600, rampUp > 0 else { throw ValidationError("duration 0…3600 s, ramp-up > 0") }
         guard target == "chorus" || target == "janus" else { throw ValidationError("--target is chorus or janus") }
         guard (0...25).contains(slots) else { throw ValidationError("--slots must be 0…25") }
+        guard LoadDTX(rawValue: dtx) != nil else { throw ValidationError("--dtx is negotiated, on or off") }
     }
 
     func run() async throws {
@@ -48,6 +51,7 @@ struct Load: AsyncParsableCommand {
         configuration.video = video
         configuration.slots = slots
         configuration.progress = !quiet
+        configuration.dtx = LoadDTX(rawValue: dtx) ?? .negotiated
         let runner = try LoadRunner(configuration: configuration)
         let results = try await runner.run()
         if !quiet { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }

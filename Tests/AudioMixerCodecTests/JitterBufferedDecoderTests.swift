@@ -1,4 +1,5 @@
 import ChorusCore
+import Foundation
 import Testing
 
 import AudioMixer
@@ -163,5 +164,48 @@ struct JitterBufferedDecoderTests {
         #expect(Signal.rms(resumed) > 0.5 * 32_767 * 0.707 * 0.8)
         let statistics = chain.jitterBuffer.statistics
         #expect(statistics.lost == 0 && statistics.late == 0 && statistics.concealedFrames == 0)
+    }
+
+    /// The room relays a sender's packet unchanged when a listener's mix is that sender alone,
+    /// so the chain must say exactly which packet a tick played, and only when one whole
+    /// packet stands for it.
+    @Test("a tick played from exactly one 20 ms packet exposes that packet for relaying, other ticks none",
+          arguments: [480, 960, 2_880])
+    func relayablePayload(packetSamples: Int) throws {
+        let encoder = try OpusEncoder(bitrate: 32_000)
+        var chain = JitterBufferedDecoder(decoder: try OpusDecoder())
+        var frame = [Int16](repeating: 0, count: 960)
+        var sent: [UInt32: [UInt8]] = [:]
+        var relayed: [(tick: Int, payload: [UInt8])] = []
+        let lost = 30 * 960 / packetSamples
+        for tick in 0..<60 {
+            let now = MediaTime(nanoseconds: 1_007_000_000 + UInt64(tick) * 20_000_000)
+            // Packets of the sender's 20 ms tick, arriving 30 ms after they were captured.
+            for index in (tick * 960 / packetSamples)..<((tick + 1) * 960 / packetSamples) {
+                let pcm = (0..<packetSamples).map { Int16(8_000 * sin(Double(index * packetSamples + $0) * 0.0576)) }
+                let payload = try encoder.encode(pcm)
+                sent[UInt32(index * packetSamples)] = payload
+                guard index != lost else { continue }
+                chain.insert(sequenceNumber: UInt16(index), timestamp: UInt32(index * packetSamples), payload: payload,
+                             arrival: MediaTime(nanoseconds: 1_000_000_000 + UInt64(index * packetSamples) * 1_000_000 / 48))
+            }
+            let kind = frame.withUnsafeMutableBufferPointer { chain.nextFrame(now: now, into: $0) }
+            if let payload = chain.relayablePayload {
+                #expect(kind == .audio)
+                relayed.append((tick, payload))
+            }
+        }
+        guard packetSamples == 960 else {
+            #expect(relayed.isEmpty, "no single packet stands for a tick of \(packetSamples)-sample packets")
+            return
+        }
+        // Every tick from the start of playout but the lost packet's (concealed or FEC), each
+        // with the packet of its own place in the stream, in order.
+        #expect(relayed.count >= 50)
+        let sentInOrder = sent.sorted { $0.key < $1.key }.map(\.value)
+        let positions = relayed.compactMap { entry in sentInOrder.firstIndex(of: entry.payload) }
+        #expect(positions.count == relayed.count)
+        #expect(positions == positions.sorted() && Set(positions).count == positions.count)
+        #expect(!positions.contains(lost) && positions.contains(lost - 1) && positions.contains(lost + 2))
     }
 }

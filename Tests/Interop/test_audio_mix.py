@@ -120,6 +120,10 @@ def test_each_hears_the_others_and_not_itself_and_mute_removes_a_voice(chorus_se
         assert audio["d"]["skippedDecodes"] > 100, audio["d"]
         assert audio["a"]["skippedDecodes"] >= 50, audio["a"]  # 1.5 s muted
         assert audio["b"]["skippedDecodes"] == 0 and audio["c"]["skippedDecodes"] == 0, (audio["b"], audio["c"])
+        # With A muted, B's mix is C alone and C's is B alone: each got the other's own packets,
+        # relayed unchanged (and heard the right tone above); D's mix of two was encoded.
+        assert audio["b"]["mixFramesRelayed"] >= 40 and audio["c"]["mixFramesRelayed"] >= 40, (audio["b"], audio["c"])
+        assert audio["d"]["mixFramesRelayed"] < audio["d"]["mixFramesSent"] / 2, audio["d"]
     finally:
         for peer in peers.values():
             loop.run_until_complete(peer.close())

@@ -43,6 +43,13 @@ struct LoadClientPartsTests {
         #expect(parsed.ice.ufrag == "abcd" && parsed.host == "127.0.0.1" && parsed.port == 40_000)
         #expect(parsed.serverIsPassive && parsed.fingerprint.digest == Array(repeating: 0xAB, count: 32))
         #expect(throws: LoadSDP.AnswerError.self) { try LoadSDP.parseAnswer("v=0\r\n") }
+        // No fmtp asks for DTX: a silent participant sends every frame, as a browser would.
+        #expect(!parsed.usesDTX)
+        let withDTX = answer + "a=rtpmap:111 opus/48000/2\r\na=fmtp:111 minptime=10;useinbandfec=1;usedtx=1\r\n"
+        #expect(try LoadSDP.parseAnswer(withDTX).usesDTX)
+        let refused = answer + "a=fmtp:111 minptime=10;usedtx=0;useinbandfec=1\r\n"
+        #expect(try !LoadSDP.parseAnswer(refused).usesDTX)
+        #expect(try LoadAudio.make(.silence).isSilence && !LoadAudio.make(.speech).isSilence)
     }
 
     /// Loss from extended sequence numbers across the wrap, and RFC 3550 jitter: none for a

@@ -81,7 +81,7 @@ import Testing
         #expect(section.rtpMaps == [RTPMap(payloadType: opus, encodingName: "opus", clockRate: 48000,
                                           encodingParameters: "2")])
         #expect(section.formatParameters == [FormatParameters(payloadType: opus,
-                                                               parameters: "minptime=10;useinbandfec=1")])
+                                                               parameters: "minptime=10;useinbandfec=1;usedtx=1")])
         // transport-cc is never answered: the server sends no transport-wide feedback.
         #expect(section.rtcpFeedback.isEmpty)
         if analysis.audio.answerDirection.sends {

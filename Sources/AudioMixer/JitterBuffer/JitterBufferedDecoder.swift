@@ -29,6 +29,11 @@ public struct JitterBufferedDecoder: Sendable {
     public let decoder: any AudioDecoder
     /// Payloads the decoder rejected (they are concealed instead).
     public private(set) var decodeErrors = 0
+    /// The payload of the last tick when that tick was exactly one received packet, decoded
+    /// whole (20 ms, nothing concealed, recovered or left over from a longer packet); nil
+    /// otherwise. The room forwards it unchanged to a listener whose mix is this one sender
+    /// alone, instead of re-encoding what it just decoded (see `Room.send`).
+    public private(set) var relayablePayload: [UInt8]?
 
     private var queue: [Int16]
     private var queued = 0
@@ -72,6 +77,9 @@ public struct JitterBufferedDecoder: Sendable {
     ) -> FrameKind {
         var kind = FrameKind.silence
         var rounds = 0
+        var single: [UInt8]?
+        let startedEmpty = queued == 0
+        relayablePayload = nil
         // Each pop yields ≥ 120 samples, so 16 rounds always fill a tick; the bound only guards
         // against a decoder that returns nothing.
         while queued < tick, rounds < 16 {
@@ -81,7 +89,9 @@ public struct JitterBufferedDecoder: Sendable {
             if case .notStarted = output { break }
             let produced = decode ? render(output, comfortNoise: comfortNoise) : skip(output)
             kind = Self.merge(kind, produced)
+            if case .frame(let payload) = output, produced == .audio { single = payload }
         }
+        if startedEmpty, rounds == 1, queued == tick { relayablePayload = single }
         if queued < tick { appendSilence(tick - queued) }
         let count = min(tick, pcm.count)
         queue.withUnsafeMutableBufferPointer { buffer in
