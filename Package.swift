@@ -27,6 +27,8 @@ let package = Package(
     ],
     targets: [
         // System libraries (edge of the C world). The shim header wraps macros and variadics.
+        // sendmmsg(2) for the media port's writes (a GNU extension Swift's Glibc does not expose).
+        .target(name: "CUDP"),
         .systemLibrary(
             name: "COpenSSL", pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]
@@ -113,7 +115,7 @@ let package = Package(
         .target(
             name: "MediaSocket",
             dependencies: [
-                "ChorusCore", "STUN",
+                "ChorusCore", "STUN", "CUDP",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -207,6 +209,10 @@ let package = Package(
             exclude: ["Fixtures"]
         ),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "ChorusCore"]),
+        .testTarget(
+            name: "MediaSocketTests",
+            dependencies: ["MediaSocket", "ChorusCore", .product(name: "Logging", package: "swift-log")]
+        ),
         .testTarget(
             name: "ControlAPITests",
             dependencies: [

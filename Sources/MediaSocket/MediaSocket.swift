@@ -1,4 +1,5 @@
 import ChorusCore
+import Glibc
 import Logging
 import Metrics
 import NIOCore
@@ -8,7 +9,7 @@ import ServiceLifecycle
 /// The one UDP port every participant of every room uses. A SwiftNIO datagram channel with
 /// vector reads (recvmmsg, 64 per call); each datagram is routed by `DatagramRouter` to its
 /// participant, which hops to its room's queue. Sending is `DatagramSink.send`, callable from
-/// any thread (NIO hops to the channel's event loop).
+/// any thread: it writes on the calling thread (`DirectDatagramWriter`), not through NIO.
 ///
 /// Run as a Service: binds in `run()`, closes on graceful shutdown.
 public final class MediaSocket: DatagramSink, Service, @unchecked Sendable {
@@ -29,24 +30,50 @@ public final class MediaSocket: DatagramSink, Service, @unchecked Sendable {
         self.bound = NIOLockedValueBoxChannel()
     }
 
-    /// Binds the socket; returns the bound port (useful with port 0 in tests).
+    /// Binds the socket; returns the bound port (useful with port 0 in tests). The socket is
+    /// made here and handed to NIO for reading; a duplicate of it is kept for writing from the
+    /// rooms' threads (`DirectDatagramWriter`).
     @discardableResult
     public func bind() async throws -> Int {
+        let address = try SocketAddress.makeAddressResolvingHost(host, port: port)
+        let socket = try Self.boundSocket(address)
+        let writer: DirectDatagramWriter
+        do {
+            writer = try DirectDatagramWriter(duplicating: socket, isIPv6: address.protocol == .inet6)
+        } catch {
+            close(socket)
+            throw error
+        }
         let handler = InboundHandler(router: router)
         let channel = try await DatagramBootstrap(group: group)
-            .channelOption(.socketOption(.so_reuseaddr), value: 1)
             // With vector reads the allocator MUST hold 64 datagrams, or each is silently truncated.
             .channelOption(.datagramVectorReadMessageCount, value: 64)
             .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 64 * 2048))
             .channelOption(.socketOption(.so_rcvbuf), value: 4 << 20)
             .channelOption(.socketOption(.so_sndbuf), value: 4 << 20)
             .channelInitializer { channel in channel.pipeline.addHandler(handler) }
-            .bind(host: host, port: port)
+            .withBoundSocket(socket)
             .get()
-        bound.set(channel)
+        bound.set(channel, writer: writer)
         let actual = channel.localAddress?.port ?? port
         logger.info("media socket bound", metadata: ["udp": "\(host):\(actual)"])
         return actual
+    }
+
+    /// A non-blocking UDP socket bound to `address` (SO_REUSEADDR, as NIO's bootstrap sets it).
+    private static func boundSocket(_ address: SocketAddress) throws -> Int32 {
+        let type = Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+        let socket = Glibc.socket(address.protocol.rawValue, type, 0)
+        guard socket >= 0 else { throw MediaSocketError.socket("socket", errno) }
+        var one: Int32 = 1
+        _ = setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        let result = address.withSockAddr { Glibc.bind(socket, $0, socklen_t($1)) }
+        guard result == 0 else {
+            let error = errno
+            close(socket)
+            throw MediaSocketError.socket("bind \(address)", error)
+        }
+        return socket
     }
 
     public func run() async throws {
@@ -56,38 +83,23 @@ public final class MediaSocket: DatagramSink, Service, @unchecked Sendable {
     }
 
     public func send(_ datagram: [UInt8], to destination: TransportAddress) {
-        guard let channel = bound.get(), let address = destination.socketAddress else {
-            MediaMetrics.droppedOut.increment()
-            return
-        }
-        let buffer = channel.allocator.buffer(bytes: datagram)
-        MediaMetrics.datagramsOut.increment()
-        MediaMetrics.bytesOut.increment(by: datagram.count)
-        channel.writeAndFlush(AddressedEnvelope(remoteAddress: address, data: buffer), promise: nil)
+        send(batch: [(datagram, destination)])
     }
 
-    /// One hop onto the event loop for the whole batch, written and flushed together, so NIO
-    /// can use one vectored write (sendmmsg) instead of a task and a syscall per datagram.
+    /// Sends the batch from the calling thread, one sendmmsg per 64 datagrams (see
+    /// `DirectDatagramWriter`); what the kernel refuses is counted as dropped.
     public func send(batch: [(datagram: [UInt8], destination: TransportAddress)]) {
-        guard let channel = bound.get() else {
+        guard let writer = bound.writer() else {
             MediaMetrics.droppedOut.increment(by: batch.count)
             return
         }
+        let sent = writer.send(batch: batch)
+        if sent < batch.count { MediaMetrics.droppedOut.increment(by: batch.count - sent) }
+        guard sent > 0 else { return }
         var bytes = 0
         for item in batch { bytes += item.datagram.count }
-        MediaMetrics.datagramsOut.increment(by: batch.count)
+        MediaMetrics.datagramsOut.increment(by: sent)
         MediaMetrics.bytesOut.increment(by: bytes)
-        channel.eventLoop.execute {
-            for item in batch {
-                guard let address = item.destination.socketAddress else {
-                    MediaMetrics.droppedOut.increment()
-                    continue
-                }
-                let buffer = channel.allocator.buffer(bytes: item.datagram)
-                channel.write(AddressedEnvelope(remoteAddress: address, data: buffer), promise: nil)
-            }
-            channel.flush()
-        }
     }
 
     /// Reads on the event loop: convert, route, hand over. Nothing else happens here.
@@ -122,13 +134,31 @@ public final class MediaSocket: DatagramSink, Service, @unchecked Sendable {
     }
 }
 
-/// The bound channel, set once from `bind` and read from any thread.
+/// The bound channel and its writer, set once from `bind` and read from any thread.
 final class NIOLockedValueBoxChannel: @unchecked Sendable {
     private let lock = NIOLock()
     private var channel: (any Channel)?
+    private var directWriter: DirectDatagramWriter?
 
-    func set(_ channel: any Channel) { lock.withLock { self.channel = channel } }
+    func set(_ channel: any Channel, writer: DirectDatagramWriter) {
+        lock.withLock {
+            self.channel = channel
+            directWriter = writer
+        }
+    }
     func get() -> (any Channel)? { lock.withLock { channel } }
+    func writer() -> DirectDatagramWriter? { lock.withLock { directWriter } }
+}
+
+/// Why the media port could not be opened.
+public enum MediaSocketError: Error, CustomStringConvertible {
+    case socket(String, Int32)
+
+    public var description: String {
+        switch self {
+        case .socket(let call, let code): return "\(call) failed: \(String(cString: strerror(code)))"
+        }
+    }
 }
 
 /// Counters of the media port, exported on /metrics.

@@ -1,0 +1,42 @@
+// sendmmsg(2) and struct mmsghdr are GNU extensions: Swift's Glibc module is built without
+// _GNU_SOURCE, so they are reached through this small C target.
+#define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include "cudp.h"
+
+enum { CHORUS_UDP_BATCH = 64 };
+
+size_t chorus_udp_send_batch(int fd, const chorus_udp_datagram *datagrams, size_t count) {
+    struct mmsghdr messages[CHORUS_UDP_BATCH];
+    struct iovec vectors[CHORUS_UDP_BATCH];
+    size_t position = 0, delivered = 0;
+    while (position < count) {
+        size_t chunk = count - position < CHORUS_UDP_BATCH ? count - position : CHORUS_UDP_BATCH;
+        memset(messages, 0, sizeof(struct mmsghdr) * chunk);
+        for (size_t i = 0; i < chunk; i++) {
+            const chorus_udp_datagram *datagram = &datagrams[position + i];
+            vectors[i].iov_base = (void *)datagram->bytes;
+            vectors[i].iov_len = datagram->length;
+            messages[i].msg_hdr.msg_name = (void *)datagram->address;
+            messages[i].msg_hdr.msg_namelen = (socklen_t)datagram->address_length;
+            messages[i].msg_hdr.msg_iov = &vectors[i];
+            messages[i].msg_hdr.msg_iovlen = 1;
+        }
+        int result = sendmmsg(fd, messages, (unsigned int)chunk, 0);
+        if (result > 0) {
+            position += (size_t)result;
+            delivered += (size_t)result;
+            continue;
+        }
+        if (result < 0 && errno == EINTR) continue;
+        // A full send buffer ends the batch (the rest is dropped, not queued: it would be late).
+        if (result == 0 || errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS) return delivered;
+        // This datagram was refused (a destination the socket cannot reach): skip it alone.
+        position += 1;
+    }
+    return delivered;
+}

@@ -1,0 +1,74 @@
+import ChorusCore
+import Glibc
+import Logging
+import Testing
+
+@testable import MediaSocket
+
+/// The media port's writes go straight from the caller's thread with sendmmsg
+/// (`DirectDatagramWriter`): every datagram of a batch must arrive whole and in order, past the
+/// 64-per-call chunk, and a destination the socket cannot reach must cost only that datagram.
+@Suite("Media socket: direct batched sends")
+struct MediaSocketSendTests {
+    /// A plain IPv4 UDP socket on loopback that collects what arrives (2 s receive timeout).
+    final class Receiver {
+        let descriptor: Int32
+        let port: UInt16
+
+        init() throws {
+            let descriptor = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) }
+            }
+            try #require(descriptor >= 0 && bound == 0)
+            _ = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+            }
+            self.descriptor = descriptor
+            port = UInt16(bigEndian: address.sin_port)
+            var timeout = timeval(tv_sec: 2, tv_usec: 0)
+            _ = setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            var buffer: Int32 = 4 << 20
+            _ = setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &buffer, socklen_t(MemoryLayout<Int32>.size))
+        }
+
+        deinit { close(descriptor) }
+
+        /// Datagrams received until `count` arrived or nothing came for 2 s.
+        func receive(_ count: Int) -> [[UInt8]] {
+            var received: [[UInt8]] = []
+            var buffer = [UInt8](repeating: 0, count: 2_048)
+            while received.count < count {
+                let length = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+                guard length >= 0 else { break }
+                received.append(Array(buffer[0..<length]))
+            }
+            return received
+        }
+    }
+
+    @Test func aBatchArrivesWholeAndInOrderAndAnUnreachableDestinationCostsOnlyItself() async throws {
+        let socket = MediaSocket(host: "127.0.0.1", port: 0, router: DatagramRouter(), logger: Logger(label: "test"))
+        try await socket.bind()
+        let receiver = try Receiver()
+        let destination = try #require(TransportAddress(ipv4: "127.0.0.1", port: receiver.port))
+        let unreachable = try #require(TransportAddress(bytes: Array(repeating: 0x20, count: 16), port: 9))
+        // 150 datagrams (three sendmmsg chunks) of different sizes, one of them to an IPv6
+        // address this IPv4 socket cannot send to.
+        var batch: [(datagram: [UInt8], destination: TransportAddress)] = []
+        for index in 0..<150 {
+            let datagram = [UInt8(index)] + Array(repeating: UInt8(truncatingIfNeeded: index * 7), count: 20 + index * 7)
+            batch.append((datagram, index == 70 ? unreachable : destination))
+        }
+        socket.send(batch: batch)
+        socket.send([0xFF, 1, 2, 3], to: destination)
+        let received = receiver.receive(150)
+        let expected = batch.enumerated().filter { $0.offset != 70 }.map(\.element.datagram) + [[0xFF, 1, 2, 3]]
+        #expect(received.count == 150)
+        #expect(received == expected)
+    }
+}
