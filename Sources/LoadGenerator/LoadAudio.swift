@@ -4,10 +4,11 @@ import Foundation
 /// Opus audio a simulated participant sends, encoded once at start and replayed in a loop, so
 /// the generator spends its CPU on the protocol, not on encoding.
 ///
-/// Three kinds: the room's *burst talker* sends 200 ms of a 1 kHz tone once a second (the
-/// onsets the probe listeners time for mouth-to-ear latency) and silence in between; other
-/// *talkers* send a speech-like signal (a 130 Hz voice with harmonics up to 650 Hz, syllables
-/// at ~3 Hz and short pauses), which never touches 1 kHz; *silent* participants send encoded
+/// Three kinds: *talkers* send a speech-like signal (a 130 Hz voice with harmonics up to
+/// 650 Hz, syllables at ~3 Hz and a 200 ms pause every second), which never touches 1 kHz;
+/// the room's *burst talker* talks the same way and marks each second with 200 ms of a 1 kHz
+/// tone over its voice, just after its pause (the onsets the probe listeners time for
+/// mouth-to-ear latency); *silent* participants send encoded
 /// silence with an RFC 6464 level of -127 dBov, as a muted-by-silence browser does.
 struct LoadAudio: Sendable {
     /// One Opus payload per 20 ms frame, and its RFC 6464 level (-dBov, 0…127).
@@ -26,7 +27,7 @@ struct LoadAudio: Sendable {
     static func make(_ kind: Kind) throws -> LoadAudio {
         let encoder = try OpusEncoder(bitrate: 32_000, complexity: 5)
         let count = switch kind {
-        case .burst: 50
+        case .burst: 150
         case .speech: 150
         case .silence: 1
         }
@@ -37,7 +38,8 @@ struct LoadAudio: Sendable {
             frames.append(try encoder.encode(pcm))
             levels.append(AudioLevel.rfc6464Level(dBov: AudioLevel.dBov(of: pcm)))
         }
-        return LoadAudio(frames: frames, levels: levels, burstStarts: kind == .burst ? [0] : [], isSilence: kind == .silence)
+        return LoadAudio(frames: frames, levels: levels, burstStarts: kind == .burst ? [0, 50, 100] : [],
+                         isSilence: kind == .silence)
     }
 
     /// 960 samples of the kind's signal for frame `index` of its loop.
@@ -47,19 +49,24 @@ struct LoadAudio: Sendable {
             let value: Double
             switch kind {
             case .burst:
-                value = index < 10 ? 0.3 * sin(2 * .pi * burstFrequency * t) : 0
+                value = speech(t, index: index) + (index % 50 < 10 ? 0.3 * sin(2 * .pi * burstFrequency * t) : 0)
             case .speech:
-                // Syllables: a raised sine at ~3 Hz, with a pause in every second of three.
-                let syllable = max(0, sin(2 * .pi * 3.1 * t))
-                let pause = (index % 50) >= 40 ? 0.0 : 1.0
-                var voice = 0.0
-                for harmonic in 1...5 { voice += sin(2 * .pi * 130 * Double(harmonic) * t) / Double(harmonic) }
-                value = 0.12 * syllable * pause * voice
+                value = speech(t, index: index)
             case .silence:
                 value = 0
             }
             return Int16(max(-32_767, min(32_767, value * 32_767)))
         }
+    }
+
+    /// The speech-like voice at time `t` of frame `index`: syllables (a raised sine at ~3 Hz)
+    /// and a 200 ms pause at the end of every second.
+    private static func speech(_ t: Double, index: Int) -> Double {
+        let syllable = max(0, sin(2 * .pi * 3.1 * t))
+        let pause = (index % 50) >= 40 ? 0.0 : 1.0
+        var voice = 0.0
+        for harmonic in 1...5 { voice += sin(2 * .pi * 130 * Double(harmonic) * t) / Double(harmonic) }
+        return 0.12 * syllable * pause * voice
     }
 
     /// Power at the burst frequency relative to the frame's power (Goertzel), 0…1: how a probe

@@ -99,7 +99,7 @@ final class LoadParticipant: @unchecked Sendable {
     var keyframeRequestsReceived = 0
     private var probe: OpusDecoder?
     private var pcm = [Int16](repeating: 0, count: 5_760)
-    private var quietFrames = 100
+    private var lastBurstFrameAt: MediaTime?
     /// Mouth-to-ear latencies measured by this probe, milliseconds, and when.
     private(set) var latencies: [(at: MediaTime, ms: Double)] = []
     var errors: [String] = []
@@ -322,14 +322,14 @@ final class LoadParticipant: @unchecked Sendable {
         }
         guard samples > 0 else { return }
         let share = pcm.withUnsafeBufferPointer { LoadAudio.burstShare(UnsafeBufferPointer(rebasing: $0[0..<samples])) }
-        if share > 0.3 {
-            if quietFrames >= 10, let sent = timeline.burst(before: now) {
-                latencies.append((now, Double(now.nanoseconds(since: sent)) / 1e6))
-            }
-            quietFrames = 0
-        } else {
-            quietFrames += 1
+        guard share > 0.3 else { return }
+        // An onset: the first burst frame 200 ms or more after the last one. Timed, not counted
+        // in frames: a server that sends nothing while its mix is silent leaves a gap instead.
+        if lastBurstFrameAt.map({ now.nanoseconds(since: $0) >= 200_000_000 }) ?? true,
+           let sent = timeline.burst(before: now) {
+            latencies.append((now, Double(now.nanoseconds(since: sent)) / 1e6))
         }
+        lastBurstFrameAt = now
     }
 
     /// The payload range of a plain RTP packet (after CSRCs and header extensions).

@@ -11,9 +11,14 @@ struct MixEncoders {
     var encoders: [Key: OpusEncoder] = [:]
     var payload = [UInt8](repeating: 0, count: AudioCodecFormat.maxPayloadBytes)
     var packet: [UInt8] = []
+    /// This tick's encoded full mix and its contributors: a speaker that contributes nothing
+    /// this tick hears exactly that mix, so its own mix is sent from it, not encoded again.
+    var full: (sources: [CallID], payload: [UInt8])?
     /// Distinct encodes done, and mixes sent as their single sender's packet instead.
     var encodes: UInt64 = 0
     var relays: UInt64 = 0
+    /// Speakers' own mixes sent as the full mix's encode (they contributed nothing this tick).
+    var shared: UInt64 = 0
 
     mutating func encoder(for key: Key, settings: AudioEncoding) -> OpusEncoder? {
         if let existing = encoders[key] { return existing }
@@ -75,6 +80,7 @@ extension Room {
         // buffer after it): measured as most of a 1,000-participant tick.
         for callId in joinOrder { feedMixer(callId, now: now) }
         let tick = mixer.tick(now: now)
+        encoders.full = nil
         var live = Set<MixEncoders.Key>()
         for mix in tick.mixes {
             let key: MixEncoders.Key = if case .minusOne(let id) = mix.kind { .minusOne(id) } else { .full }
@@ -114,6 +120,11 @@ extension Room {
             relayed.withUnsafeBytes { deliver($0, mix: mix, to: recipients, relayed: true, now: now) }
             return
         }
+        if key != .full, let full = encoders.full, full.sources == mix.contributingSources {
+            encoders.shared &+= 1
+            full.payload.withUnsafeBytes { deliver($0, mix: mix, to: recipients, relayed: false, now: now) }
+            return
+        }
         let encoder = encoders.encoder(for: key, settings: media?.audio ?? AudioEncoding())
         let loss = recipients.compactMap { participants[$0]?.audio.reportedLossPercent }.max() ?? 0
         encoder?.expectedPacketLossPercent = loss
@@ -128,6 +139,7 @@ extension Room {
             return
         }
         encoders.encodes &+= 1
+        if key == .full { encoders.full = (mix.contributingSources, Array(encoders.payload[0..<length])) }
         var payload: [UInt8] = []
         swap(&payload, &encoders.payload)  // read while `deliver` writes `encoders.packet`
         payload.withUnsafeBytes { deliver(UnsafeRawBufferPointer(rebasing: $0[0..<length]), mix: mix, to: recipients,

@@ -110,7 +110,12 @@ extension Room {
     func startTimerIfNeeded() {
         guard timer == nil else { return }
         let timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.schedule(deadline: .now() + .milliseconds(Self.tickMilliseconds),
+        // Every room ticks on one process-wide 20 ms grid: Dispatch then fires all rooms' timers
+        // in one wake-up of its timer thread, and the worker threads run the rooms' ticks back
+        // to back instead of waking for each room at its own phase.
+        let period = UInt64(Self.tickMilliseconds) * 1_000_000
+        let first = (DispatchTime.now().uptimeNanoseconds / period + 1) * period
+        timer.schedule(deadline: DispatchTime(uptimeNanoseconds: first),
                        repeating: .milliseconds(Self.tickMilliseconds), leeway: .milliseconds(1))
         timer.setEventHandler { [weak self] in
             self?.assumeIsolated { $0.runTicks(now: .now()) }

@@ -13,20 +13,25 @@ struct LoadClientPartsTests {
         let speech = LoadAudio.frame(.speech, index: 7)
         let mixed = zip(burst, speech).map { Int16(clamping: Int($0) + Int($1)) }
         let silence = LoadAudio.frame(.silence, index: 0)
-        let pause = LoadAudio.frame(.burst, index: 20)
-        #expect(burst.withUnsafeBufferPointer(LoadAudio.burstShare) > 0.9)
+        let pause = LoadAudio.frame(.burst, index: 45)  // the talker's pause: no voice, no tone
+        let voice = LoadAudio.frame(.burst, index: 20)  // the burst talker's voice between bursts
+        #expect(burst.withUnsafeBufferPointer(LoadAudio.burstShare) > 0.6)  // the tone over the talker's voice
         #expect(mixed.withUnsafeBufferPointer(LoadAudio.burstShare) > 0.3)
         #expect(speech.withUnsafeBufferPointer(LoadAudio.burstShare) < 0.05)
         #expect(silence.withUnsafeBufferPointer(LoadAudio.burstShare) == 0)
         #expect(pause.withUnsafeBufferPointer(LoadAudio.burstShare) == 0)
+        #expect(voice.withUnsafeBufferPointer(LoadAudio.burstShare) < 0.05)
+        #expect(LoadAudio.frame(.burst, index: 53).withUnsafeBufferPointer(LoadAudio.burstShare) > 0.3)
     }
 
     /// Pre-encoded loops: one Opus payload and one RFC 6464 level per frame; bursts start at 0.
     @Test func encodedLoops() throws {
         let burst = try LoadAudio.make(.burst)
         let silence = try LoadAudio.make(.silence)
-        #expect(burst.frames.count == 50 && burst.levels.count == 50 && burst.burstStarts == [0])
-        #expect(burst.levels[0] < 20 && burst.levels[30] == 127)
+        #expect(burst.frames.count == 150 && burst.levels.count == 150 && burst.burstStarts == [0, 50, 100])
+        // Tone at the start of each second, voice in most frames until the pause (40…49).
+        #expect(burst.levels[0] < 20 && burst.levels[45] == 127)
+        #expect(burst.levels[10..<40].filter { $0 < 60 }.count > 10)
         #expect(silence.levels == [127])
     }
 

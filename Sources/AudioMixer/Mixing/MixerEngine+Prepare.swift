@@ -68,14 +68,20 @@ extension MixerEngine {
     }
 
     /// Loads the speakers' frames into the core and lists the contributors, loudest first.
+    ///
+    /// A speaker whose frame is inaudible this tick (a pause between words that decoded to
+    /// digital silence) contributes nothing: its own mix is then the full mix, which the room
+    /// sends it without a second encode, and a mix left with one contributor is relayed. Comfort
+    /// noise and a real microphone's floor stay above the bound, so pauses keep their
+    /// background (no noise pumping); only silence is taken out.
     mutating func loadSources() {
         core.beginFrame()
         contributors.removeAll(keepingCapacity: true)
         for slot in selection.speakers {
             let index: Int?
             switch participants[slot].frame {
-            case .int16(let samples)?: index = core.addSource(samples)
-            case .float(let samples)?: index = core.addSource(samples)
+            case .int16(let samples)?: index = Self.isInaudible(samples) ? nil : core.addSource(samples)
+            case .float(let samples)?: index = Self.isInaudible(samples) ? nil : core.addSource(samples)
             case nil: index = nil
             }
             participants[slot].sourceIndex = index
@@ -86,4 +92,22 @@ extension MixerEngine {
             contributors.insert(slot, at: position)
         }
     }
+
+    /// Peak at or below `inaudiblePeak` (about -66 dBFS): what a decoder makes of silence.
+    static func isInaudible(_ samples: [Int16]) -> Bool {
+        samples.withUnsafeBufferPointer { buffer in
+            var peak: Int16 = 0
+            for sample in buffer { peak = max(peak, sample == .min ? .max : abs(sample)) }
+            return peak <= inaudiblePeak
+        }
+    }
+
+    static func isInaudible(_ samples: [Float]) -> Bool {
+        let bound = Float(inaudiblePeak) / 32_768
+        return samples.allSatisfy { abs($0) <= bound }
+    }
+
+    /// 16 of 32,767: below any microphone's noise floor and any comfort noise, above the
+    /// ±1–2 LSB a decoder may leave in silence.
+    static let inaudiblePeak: Int16 = 16
 }

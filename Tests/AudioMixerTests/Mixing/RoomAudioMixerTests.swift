@@ -149,6 +149,27 @@ struct RoomAudioMixerTests {
         #expect(tick.mix(for: "B")!.contributingSources == ["A"])
     }
 
+    /// A speaker pausing between words is still a speaker for a while (hysteresis), but while
+    /// its frames are silence it contributes nothing: its own mix has the full mix's sources
+    /// (the room then sends it the full mix's encode), while a pause filled with background
+    /// noise still counts, so that background is not pumped in and out of the mix.
+    @Test func aSilentSpeakerContributesNothingButItsBackgroundDoes() throws {
+        var room = MixerTestRoom()
+        room.join("A", .tone(MixerTestTone(frequency: 440, amplitude: 0.3)))
+        room.join("B", .tone(MixerTestTone(frequency: 660, amplitude: 0.3)))
+        room.join("C", .tone(MixerTestTone(frequency: 880, amplitude: 0.3)))
+        room.join("L", .silence)
+        try room.run(10)
+        room.sources["A"] = .silence
+        room.sources["B"] = .noise(MixerTestNoise(seed: 7, rmsDBov: -50))
+        let tick = try room.runTick()
+        #expect(Set(tick.speakers) == ["A", "B", "C"], "still speakers in their first paused tick")
+        #expect(Set(tick.mix(for: "L")!.contributingSources) == ["B", "C"])
+        #expect(tick.mix(for: "A")!.contributingSources == tick.mix(for: "L")!.contributingSources)
+        #expect(tick.mix(for: "B")!.contributingSources == ["C"])
+        #expect(tick.mix(for: "C")!.contributingSources == ["B"])
+    }
+
     @Test func noFullMixWhenEveryoneSpeaks() throws {
         var room = MixerTestRoom()
         room.join("A", .tone(MixerTestTone(frequency: 440, amplitude: 0.2)))
