@@ -76,9 +76,12 @@ final class DirectDatagramWriter: @unchecked Sendable {
             address.sin6_family = sa_family_t(AF_INET6)
             address.sin6_port = destination.port.bigEndian
             // IPv4 as ::ffff:a.b.c.d (RFC 4291 §2.5.5.2) on a dual-stack socket.
-            let bytes = destination.family == .ipv6 ? destination.bytes
-                : [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF] + destination.bytes
-            withUnsafeMutableBytes(of: &address.sin6_addr) { $0.copyBytes(from: bytes) }
+            let (high, low) = destination.family == .ipv6 ? (destination.high, destination.low)
+                : (0, 0xFFFF_0000_0000 | destination.low)
+            withUnsafeMutableBytes(of: &address.sin6_addr) {
+                $0.storeBytes(of: high.bigEndian, toByteOffset: 0, as: UInt64.self)
+                $0.storeBytes(of: low.bigEndian, toByteOffset: 8, as: UInt64.self)
+            }
             raw.storeBytes(of: address, as: sockaddr_in6.self)
             return MemoryLayout<sockaddr_in6>.size
         case (.ipv6, false):

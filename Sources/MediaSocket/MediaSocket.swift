@@ -193,22 +193,4 @@ extension TransportAddress {
             return nil
         }
     }
-
-    var socketAddress: SocketAddress? {
-        switch family {
-        case .ipv4:
-            var raw = sockaddr_in()
-            raw.sin_family = sa_family_t(AF_INET)
-            raw.sin_port = port.bigEndian
-            raw.sin_addr.s_addr = UInt32(truncatingIfNeeded: low).bigEndian
-            return SocketAddress(raw, host: "")
-        case .ipv6:
-            var raw = sockaddr_in6()
-            raw.sin6_family = sa_family_t(AF_INET6)
-            raw.sin6_port = port.bigEndian
-            let bytes = self.bytes
-            withUnsafeMutableBytes(of: &raw.sin6_addr) { $0.copyBytes(from: bytes) }
-            return SocketAddress(raw, host: "")
-        }
-    }
 }

@@ -33,14 +33,9 @@ public typealias RoomEventObserver = @Sendable (RoomKey, RoomEvent) -> Void
 public struct AudioEncoding: Sendable, Equatable {
     public var bitrate: Int
     public var complexity: Int
-    /// Whether a mix made of one sender alone is sent as that sender's own packet instead of
-    /// being re-encoded (the common case of a meeting: one person talks, everybody else hears
-    /// them). It saves the encode, and the listener gets the original, untranscoded audio.
-    public var relaySingleSource: Bool
 
-    public init(bitrate: Int = 32_000, complexity: Int = 5, relaySingleSource: Bool = true) {
+    public init(bitrate: Int = 32_000, complexity: Int = 5) {
         self.bitrate = bitrate
         self.complexity = complexity
-        self.relaySingleSource = relaySingleSource
     }
 }

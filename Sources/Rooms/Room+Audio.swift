@@ -10,15 +10,13 @@ struct MixEncoders {
 
     var encoders: [Key: OpusEncoder] = [:]
     var payload = [UInt8](repeating: 0, count: AudioCodecFormat.maxPayloadBytes)
-    var packet: [UInt8] = []
-    /// This tick's encoded full mix and its contributors: a speaker that contributes nothing
-    /// this tick hears exactly that mix, so its own mix is sent from it, not encoded again.
-    var full: (sources: [CallID], payload: [UInt8])?
-    /// Distinct encodes done, and mixes sent as their single sender's packet instead.
+    /// This tick's encoded full mix (kept for its capacity) and its contributors, nil before it
+    /// is encoded: a speaker that contributes nothing this tick hears exactly that mix, so its
+    /// own mix is sent from it, not encoded again.
+    var fullPayload: [UInt8] = []
+    var fullSources: [CallID]?
+    /// Distinct encodes done, for tests and metrics.
     var encodes: UInt64 = 0
-    var relays: UInt64 = 0
-    /// Speakers' own mixes sent as the full mix's encode (they contributed nothing this tick).
-    var shared: UInt64 = 0
 
     mutating func encoder(for key: Key, settings: AudioEncoding) -> OpusEncoder? {
         if let existing = encoders[key] { return existing }
@@ -80,7 +78,7 @@ extension Room {
         // buffer after it): measured as most of a 1,000-participant tick.
         for callId in joinOrder { feedMixer(callId, now: now) }
         let tick = mixer.tick(now: now)
-        encoders.full = nil
+        encoders.fullSources = nil
         var live = Set<MixEncoders.Key>()
         for mix in tick.mixes {
             let key: MixEncoders.Key = if case .minusOne(let id) = mix.kind { .minusOne(id) } else { .full }
@@ -116,13 +114,11 @@ extension Room {
             return
         }
         if let relayed = relayablePayload(of: mix) {
-            encoders.relays &+= 1
             relayed.withUnsafeBytes { deliver($0, mix: mix, to: recipients, relayed: true, now: now) }
             return
         }
-        if key != .full, let full = encoders.full, full.sources == mix.contributingSources {
-            encoders.shared &+= 1
-            full.payload.withUnsafeBytes { deliver($0, mix: mix, to: recipients, relayed: false, now: now) }
+        if key != .full, encoders.fullSources == mix.contributingSources {
+            encoders.fullPayload.withUnsafeBytes { deliver($0, mix: mix, to: recipients, relayed: false, now: now) }
             return
         }
         let encoder = encoders.encoder(for: key, settings: media?.audio ?? AudioEncoding())
@@ -139,20 +135,22 @@ extension Room {
             return
         }
         encoders.encodes &+= 1
-        if key == .full { encoders.full = (mix.contributingSources, Array(encoders.payload[0..<length])) }
-        var payload: [UInt8] = []
-        swap(&payload, &encoders.payload)  // read while `deliver` writes `encoders.packet`
-        payload.withUnsafeBytes { deliver(UnsafeRawBufferPointer(rebasing: $0[0..<length]), mix: mix, to: recipients,
-                                          relayed: false, now: now) }
-        swap(&payload, &encoders.payload)
+        if key == .full {
+            encoders.fullPayload.removeAll(keepingCapacity: true)
+            encoders.fullPayload.append(contentsOf: encoders.payload[0..<length])
+            encoders.fullSources = mix.contributingSources
+        }
+        encoders.payload.withUnsafeBytes {
+            deliver(UnsafeRawBufferPointer(rebasing: $0[0..<length]), mix: mix, to: recipients, relayed: false, now: now)
+        }
     }
 
     /// The one sender's own packet for this tick when the mix is that sender alone: sent as
     /// it is, re-encoding what was just decoded would only cost time and quality. Not when
     /// the frame was concealed, FEC-recovered or not exactly 20 ms (then there is no single
-    /// packet that stands for it), nor when relaying is turned off.
+    /// packet that stands for it).
     private func relayablePayload(of mix: AudioMixerTick<CallID>.Mix) -> [UInt8]? {
-        guard media?.audio.relaySingleSource ?? true, mix.contributingSources.count == 1,
+        guard mix.contributingSources.count == 1,
               let payload = participants[mix.contributingSources[0]]?.audio.receive.relayablePayload,
               !payload.isEmpty
         else { return nil }
@@ -164,10 +162,10 @@ extension Room {
                          relayed: Bool, now: MediaTime) {
         for id in recipients {
             guard let participant = participants[id] else { continue }
-            encoders.packet.removeAll(keepingCapacity: true)
+            mixPacket.removeAll(keepingCapacity: true)
             participant.audio.outbound.packet(payload: payload, csrcs: mix.csrcs, csrcAudioLevels: mix.csrcAudioLevels,
-                                              into: &encoders.packet)
-            participant.transport.sendRTP(encoders.packet, now: now)
+                                              into: &mixPacket)
+            participant.transport.sendRTP(mixPacket, now: now)
             participant.audio.mixFramesSent &+= 1
             if relayed { participant.audio.mixFramesRelayed &+= 1 }
         }
@@ -193,6 +191,4 @@ extension Room {
 
     /// Distinct encodes so far (tests check the per-tick bound through this).
     public var audioEncodeCount: UInt64 { encoders.encodes }
-    /// Mixes relayed as their single sender's own packet so far.
-    public var audioRelayCount: UInt64 { encoders.relays }
 }

@@ -32,6 +32,8 @@ public actor Room {
     /// Arrival time of the datagram being handled (transport events carry no time of their own).
     var lastPacketTime = MediaTime(nanoseconds: 0)
     var encoders = MixEncoders()
+    /// One recipient's mix packet, rebuilt for each (kept for its capacity).
+    var mixPacket: [UInt8] = []
     /// Participants in the order they joined: the slot order of publishers nobody pinned.
     var joinOrder: [CallID] = []
     /// The room's dominant speakers, most recent first: they rank next after pins for slots.

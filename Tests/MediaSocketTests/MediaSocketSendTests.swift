@@ -1,4 +1,5 @@
 import ChorusCore
+import Foundation
 import Glibc
 import Logging
 import Testing
@@ -70,5 +71,21 @@ struct MediaSocketSendTests {
         let expected = batch.enumerated().filter { $0.offset != 70 }.map(\.element.datagram) + [[0xFF, 1, 2, 3]]
         #expect(received.count == 150)
         #expect(received == expected)
+    }
+
+    /// Whether this machine has IPv6 on loopback (a dual-stack socket needs it).
+    static var hasIPv6Loopback: Bool {
+        ((try? String(contentsOfFile: "/proc/net/if_inet6", encoding: .utf8)) ?? "").contains(" lo")
+    }
+
+    /// Bound to "::", the port is dual-stack: IPv4 peers are written as ::ffff:a.b.c.d.
+    @Test(.enabled(if: hasIPv6Loopback, "needs IPv6 on loopback"))
+    func aDualStackPortReachesIPv4PeersThroughMappedAddresses() async throws {
+        let socket = MediaSocket(host: "::", port: 0, router: DatagramRouter(), logger: Logger(label: "test"))
+        try await socket.bind()
+        let receiver = try Receiver()
+        let destination = try #require(TransportAddress(ipv4: "127.0.0.1", port: receiver.port))
+        socket.send(batch: [([1, 2, 3], destination), ([4, 5], destination)])
+        #expect(receiver.receive(2) == [[1, 2, 3], [4, 5]])
     }
 }

@@ -199,9 +199,7 @@ public struct JitterBufferedDecoder: Sendable {
     /// and cheaper than a level measure.
     private static func isQuiet(_ samples: [Int16], from start: Int, count: Int) -> Bool {
         samples.withUnsafeBufferPointer { buffer in
-            var peak: Int32 = 0
-            for index in start..<min(start + count, buffer.count) { peak = max(peak, abs(Int32(buffer[index]))) }
-            return peak < 100
+            AudioLevel.peak(of: UnsafeBufferPointer(rebasing: buffer[start..<min(start + count, buffer.count)])) < 100
         }
     }
 

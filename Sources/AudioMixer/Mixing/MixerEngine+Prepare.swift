@@ -95,19 +95,15 @@ extension MixerEngine {
 
     /// Peak at or below `inaudiblePeak` (about -66 dBFS): what a decoder makes of silence.
     static func isInaudible(_ samples: [Int16]) -> Bool {
-        samples.withUnsafeBufferPointer { buffer in
-            var peak: Int16 = 0
-            for sample in buffer { peak = max(peak, sample == .min ? .max : abs(sample)) }
-            return peak <= inaudiblePeak
-        }
+        samples.withUnsafeBufferPointer { AudioLevel.peak(of: $0) } <= inaudiblePeak
     }
 
     static func isInaudible(_ samples: [Float]) -> Bool {
-        let bound = Float(inaudiblePeak) / 32_768
+        let bound = Float(inaudiblePeak) / AudioLevel.int16FullScale
         return samples.allSatisfy { abs($0) <= bound }
     }
 
     /// 16 of 32,767: below any microphone's noise floor and any comfort noise, above the
     /// ±1–2 LSB a decoder may leave in silence.
-    static let inaudiblePeak: Int16 = 16
+    static let inaudiblePeak = 16
 }

@@ -60,6 +60,14 @@ public enum AudioLevel {
         return dBov(meanSquare: sum / Float(samples.count))
     }
 
+    /// The largest sample magnitude (0…32,768): a cheaper test than a level when only "is
+    /// there anything at all" matters.
+    public static func peak(of samples: UnsafeBufferPointer<Int16>) -> Int {
+        var peak: UInt16 = 0
+        for sample in samples { peak = max(peak, sample.magnitude) }
+        return Int(peak)
+    }
+
     /// Convenience over an array of 16-bit samples.
     public static func dBov(of samples: [Int16]) -> Float {
         samples.withUnsafeBufferPointer { dBov(of: $0) }
