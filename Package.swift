@@ -151,6 +151,14 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // What several test targets share: seeded generators, test signals, the fixtures, and a
+        // client peer built from the project's own client-role ICE, DTLS and SRTP.
+        .target(
+            name: "ChorusTestSupport",
+            dependencies: ["ChorusCore", "STUN", "ICELite", "DTLS", "SRTP", "RTP", "RTCP"],
+            swiftSettings: strict
+        ),
+
         // Fuzz entry points shared by the libFuzzer harnesses (Fuzz/, `make fuzz`) and FuzzReplayTests.
         .target(
             name: "FuzzEntryPoints",
@@ -202,11 +210,10 @@ let package = Package(
         .testTarget(
             name: "RoomsTests",
             dependencies: [
-                "Rooms", "ChorusCore", "DTLS",
+                "Rooms", "ChorusCore", "DTLS", "ChorusTestSupport", "AudioMixer", "RTP", "RTCP",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
-            ],
-            exclude: ["Fixtures"]
+            ]
         ),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "ChorusCore"]),
         .testTarget(

@@ -1,49 +1,21 @@
-/// Where outgoing datagrams go. The media socket implements it; rooms and transports only see
-/// this protocol, so they can be tested with no socket at all. Callable from any thread.
+/// One datagram to send and where: what the sans-IO engines (`PeerTransport`, the room core)
+/// produce instead of writing to a socket. Their owner collects them in an array it reuses and
+/// hands them to a `DatagramSink` in one batch.
+public typealias Transmit = (datagram: [UInt8], destination: TransportAddress)
+
+/// Where outgoing datagrams go: the socket side. The media socket implements it; the rooms
+/// hand it what their cores produced, so the engines themselves never hold a sink and can be
+/// tested with no socket at all. Callable from any thread.
 public protocol DatagramSink: Sendable {
     func send(_ datagram: [UInt8], to destination: TransportAddress)
-    /// Several datagrams at once (a room's tick): a socket can hand them over in one hop and
-    /// one vectored write instead of one cross-thread task each.
-    func send(batch: [(datagram: [UInt8], destination: TransportAddress)])
+    /// Several datagrams at once (a room's tick): a socket can hand them over in one vectored
+    /// write instead of one call each. The sink does not keep `batch` after it returns.
+    func send(batch: [Transmit])
 }
 
 extension DatagramSink {
-    public func send(batch: [(datagram: [UInt8], destination: TransportAddress)]) {
+    public func send(batch: [Transmit]) {
         for item in batch { send(item.datagram, to: item.destination) }
-    }
-}
-
-/// Collects what one room sends during its tick and passes it on as one batch at the end
-/// (`flush`); outside a tick it passes each datagram straight through. Confined to the
-/// room's queue (hence `@unchecked Sendable`), like the transports that write into it.
-public final class BatchingSink: DatagramSink, @unchecked Sendable {
-    public let target: any DatagramSink
-    private var isBatching = false
-    private var pending: [(datagram: [UInt8], destination: TransportAddress)] = []
-
-    public init(target: any DatagramSink) {
-        self.target = target
-    }
-
-    public func send(_ datagram: [UInt8], to destination: TransportAddress) {
-        if isBatching {
-            pending.append((datagram, destination))
-        } else {
-            target.send(datagram, to: destination)
-        }
-    }
-
-    /// From now until `flush`, datagrams are held.
-    public func begin() {
-        isBatching = true
-    }
-
-    /// Hands the held datagrams over as one batch and stops holding.
-    public func flush() {
-        isBatching = false
-        guard !pending.isEmpty else { return }
-        target.send(batch: pending)
-        pending.removeAll(keepingCapacity: true)
     }
 }
 

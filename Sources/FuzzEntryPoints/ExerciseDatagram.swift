@@ -8,21 +8,6 @@ import RTP
 import SRTP
 import STUN
 
-/// Collects what a transport sends, as the media socket would send it.
-final class RecordingSink: DatagramSink, @unchecked Sendable {
-    var sent: [(datagram: [UInt8], destination: TransportAddress)] = []
-
-    func send(_ datagram: [UInt8], to destination: TransportAddress) {
-        sent.append((datagram, destination))
-    }
-
-    func take() -> [(datagram: [UInt8], destination: TransportAddress)] {
-        defer { sent.removeAll() }
-        return sent
-    }
-
-}
-
 /// A receiver the router can name; the fuzz harness only compares identities.
 final class NamedReceiver: DatagramReceiver, @unchecked Sendable {
     let name: String
@@ -108,7 +93,8 @@ func exerciseClassifier(_ datagram: [UInt8], router: DatagramRouter, source: Tra
 /// A server-side `PeerTransport` with fixed credentials and our own client-role ICE, DTLS and
 /// SRTP peer, in process, on a simulated clock.
 struct FuzzPeerSession {
-    let sink = RecordingSink()
+    /// What the transport produced so far (taken by the client peer during `connect`).
+    var sent: [Transmit] = []
     let transport: PeerTransport
     let clientICE = ICEClientRole(local: FuzzICE.client, remote: FuzzICE.server, tieBreaker: 42)
     let clientDTLS: DTLSEndpoint
@@ -116,7 +102,7 @@ struct FuzzPeerSession {
     var now = FuzzICE.start
     /// Addresses the transport reported as validated by ICE.
     var validated: Set<TransportAddress> = []
-    /// How many of `sink.sent` `checkSent` has seen.
+    /// How many of `sent` `checkSent` has seen.
     var checked = 0
 
     init(dtlsRole: DTLSRole) {
@@ -128,7 +114,7 @@ struct FuzzPeerSession {
                                             ntp: NTPTimestamp(seconds: 3_900_000_000, fraction: 0)))
         do {
             transport = try PeerTransport(configuration: configuration, dtlsContext: FuzzDTLS.serverContext,
-                                          sink: sink, now: FuzzICE.start)
+                                          now: FuzzICE.start)
             clientDTLS = try DTLSEndpoint(context: FuzzDTLS.clientContext, role: .client,
                                           remoteFingerprints: [FuzzDTLS.serverFingerprint])
         } catch {
@@ -174,12 +160,14 @@ struct FuzzPeerSession {
     }
 
     mutating func deliver(_ datagram: [UInt8], from source: TransportAddress) {
-        switch transport.receive(datagram, from: source, now: now) {
+        switch transport.receive(datagram, from: source, now: now, transmits: &sent) {
         case .success(let event?):
             switch event {
             case .addressValidated(let address), .nominated(let address): validated.insert(address)
-            case .rtp(let packet): fuzzRequire((try? RTPHeader(parsing: packet)) != nil, "accepted RTP does not parse")
-            case .rtcp(let packet): consume(Array(packet))
+            case .rtp(let packet):
+                fuzzRequire((try? RTPHeader(parsing: packet.bytes)) == packet.header, "accepted RTP does not parse alike")
+            case .rtcp(let compound):
+                for packet in compound { consume(packet) }
             default: break
             }
         case .success(nil): break
@@ -189,26 +177,27 @@ struct FuzzPeerSession {
     }
 
     /// The datagrams sent so far (all checked already), for the client peer to read.
-    mutating func takeSent() -> [(datagram: [UInt8], destination: TransportAddress)] {
+    mutating func takeSent() -> [Transmit] {
         checkSent()
         checked = 0
-        return sink.take()
+        defer { sent.removeAll() }
+        return sent
     }
 
     mutating func poll(at time: MediaTime) {
         now = max(now, time)
-        consume(transport.poll(now: now))
+        consume(transport.poll(now: now, transmits: &sent))
         checkSent()
     }
 
     /// Only STUN (answers to checks) may go to an address that never passed ICE. Checks what was
     /// sent since the last check; `connect` takes the datagrams afterwards.
     mutating func checkSent() {
-        for (datagram, destination) in sink.sent[checked...] where PacketClass(datagram) != .stun {
+        for (datagram, destination) in sent[checked...] where PacketClass(datagram) != .stun {
             fuzzRequire(validated.contains(destination),
                         "sent \(PacketClass(datagram)) to \(destination), which never passed ICE")
         }
-        checked = sink.sent.count
+        checked = sent.count
     }
 }
 

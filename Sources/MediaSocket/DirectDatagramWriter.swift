@@ -32,7 +32,7 @@ final class DirectDatagramWriter: @unchecked Sendable {
     enum WriterError: Error { case duplicate(Int32) }
 
     /// Sends every datagram that can be sent; returns how many the kernel took.
-    func send(batch: [(datagram: [UInt8], destination: TransportAddress)]) -> Int {
+    func send(batch: [Transmit]) -> Int {
         guard !batch.isEmpty else { return 0 }
         let addressStride = MemoryLayout<sockaddr_in6>.stride
         let descriptorStride = MemoryLayout<chorus_udp_datagram>.stride

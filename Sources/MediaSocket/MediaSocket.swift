@@ -88,7 +88,7 @@ public final class MediaSocket: DatagramSink, Service, @unchecked Sendable {
 
     /// Sends the batch from the calling thread, one sendmmsg per 64 datagrams (see
     /// `DirectDatagramWriter`); what the kernel refuses is counted as dropped.
-    public func send(batch: [(datagram: [UInt8], destination: TransportAddress)]) {
+    public func send(batch: [Transmit]) {
         guard let writer = bound.writer() else {
             MediaMetrics.droppedOut.increment(by: batch.count)
             return

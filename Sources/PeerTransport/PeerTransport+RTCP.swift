@@ -11,6 +11,20 @@ struct SendingState: Sendable {
     var sentSinceLastReport = false
 }
 
+/// What a sender report counts of one RTP packet sent on our RTCP SSRC (RFC 3550 §6.4.1): its
+/// timestamp, payload size and clock rate. Given by the caller, who wrote the packet.
+public struct ReportedPacket: Sendable {
+    public var timestamp: UInt32
+    public var payloadOctets: Int
+    public var clockRate: UInt64
+
+    public init(timestamp: UInt32, payloadOctets: Int, clockRate: UInt64) {
+        self.timestamp = timestamp
+        self.payloadOctets = payloadOctets
+        self.clockRate = clockRate
+    }
+}
+
 extension PeerTransport {
     /// Report interval: RFC 3550 §6.2's reduced minimum for a high-bandwidth session is below
     /// 1 s; WebRTC stacks send about once a second. Randomized ×[0.5, 1.5] (§6.3.5).
@@ -29,57 +43,58 @@ extension PeerTransport {
         }
         guard let compound = try? RTCPCompoundPacket(parsing: packet) else { return drop(.malformed) }
         counters.rtcpReceived &+= 1
-        for slice in compound.packetSlices {
-            if case .senderReport(let report)? = try? RTCPPacket(parsing: slice) {
-                streams[report.ssrc]?.recordSenderReport(report.ntpTimestamp, at: lastReceiveTime)
-            }
-        }
-        return .success(.rtcp(packet))
+        return .success(.rtcp(compound))
     }
 
-    /// Protects an RTP packet and sends it to the peer; false when not connected yet.
+    /// A sender report the owner found in a compound this transport returned: its NTP time
+    /// gives the LSR/DLSR of our receiver reports (RFC 3550 §6.4.1). The owner decodes each
+    /// compound once and hands the SRs back, so no RTCP packet is decoded twice.
+    public func receivedSenderReport(_ report: SenderReport) {
+        streams[report.ssrc]?.recordSenderReport(report.ntpTimestamp, at: lastReceiveTime)
+    }
+
+    /// Protects an RTP packet and appends it for the peer; false when not connected yet.
+    /// `reporting` describes a packet on our RTCP SSRC (the mix stream), which our sender
+    /// reports count; the caller wrote the header, so nothing is parsed here.
     @discardableResult
-    public func sendRTP(_ packet: [UInt8], now: MediaTime) -> Bool {
+    public func sendRTP(_ packet: [UInt8], reporting: ReportedPacket? = nil, now: MediaTime,
+                        transmits: inout [Transmit]) -> Bool
+    {
         guard let srtp, let destination else { return false }
-        guard let header = try? RTPHeader(parsing: packet) else {
-            counters.sendFailures &+= 1
-            return false
-        }
         var protected = packet
         guard (try? srtp.protectRTP(&protected)) != nil else {
             counters.sendFailures &+= 1
             return false
         }
-        sink.send(protected, to: destination)
+        transmits.append((protected, destination))
         counters.packetsSent &+= 1
         counters.bytesSent &+= UInt64(protected.count)
-        if header.ssrc == configuration.rtcpSSRC {
+        if let reporting {
             sending.packets &+= 1
-            sending.octets &+= UInt32(truncatingIfNeeded: header.payloadRange.count)
-            let rate = configuration.clockRates[header.payloadType.rawValue] ?? 48_000
-            sending.lastTimestamp = (header.timestamp, now, rate)
+            sending.octets &+= UInt32(truncatingIfNeeded: reporting.payloadOctets)
+            sending.lastTimestamp = (reporting.timestamp, now, reporting.clockRate)
             sending.sentSinceLastReport = true
         }
         return true
     }
 
-    /// Protects an RTCP compound packet and sends it; false when not connected yet.
+    /// Protects an RTCP compound packet and appends it for the peer; false when not connected.
     @discardableResult
-    public func sendRTCP(_ compound: [UInt8]) -> Bool {
+    public func sendRTCP(_ compound: [UInt8], transmits: inout [Transmit]) -> Bool {
         guard let srtp, let destination else { return false }
         var protected = compound
         guard (try? srtp.protectRTCP(&protected)) != nil else {
             counters.sendFailures &+= 1
             return false
         }
-        sink.send(protected, to: destination)
+        transmits.append((protected, destination))
         counters.rtcpSent &+= 1
         return true
     }
 
-    func sendReportIfDue(now: MediaTime) {
+    func sendReportIfDue(now: MediaTime, transmits: inout [Transmit]) {
         guard isConnected, let due = nextReportAt, now >= due else { return }
-        _ = sendRTCP(makeReport(now: now))
+        _ = sendRTCP(makeReport(now: now), transmits: &transmits)
         nextReportAt = now.adding(nanoseconds: randomizedInterval())
     }
 

@@ -36,18 +36,22 @@ public struct PeerTransportConfiguration: Sendable {
 }
 
 /// One participant's bundled WebRTC connection (ICE-lite, DTLS-SRTP, rtcp-mux) on the shared
-/// media port. Datagrams routed to the participant come in through `receive`; timers through
-/// `poll`; media goes out through `sendRTP`/`sendRTCP`, protected and handed to the
-/// `DatagramSink`. Classification follows RFC 7983. Owned by its room and used only on the
-/// room's queue; the protocol engines inside are sans-IO.
-public final class PeerTransport: @unchecked Sendable {
+/// media port, as a sans-IO engine (str0m's shape): datagrams routed to the participant come in
+/// through `receive`, timers through `poll`, and media goes out through `sendRTP`/`sendRTCP`.
+/// Every call appends what must be sent to the caller's `transmits` (STUN answers, DTLS
+/// flights, protected SRTP/SRTCP) and returns what it means as parsed values (`TransportEvent`:
+/// `.rtp(RTPPacket)`, `.rtcp(RTCPCompoundPacket)`), so nothing downstream parses again.
+/// Classification follows RFC 7983.
+///
+/// A class, not a value: it owns OpenSSL DTLS and SRTP contexts, which cannot be copied. Not
+/// `Sendable`: its owner (a room's core) confines it to one thread of control.
+public final class PeerTransport {
     public let configuration: PeerTransportConfiguration
     public internal(set) var counters = TransportCounters()
     public internal(set) var isConnected = false
     var ice: ICELiteAgent
     let dtls: DTLSEndpoint
     var srtp: (any SRTPTransform)?
-    let sink: any DatagramSink
     /// Addresses that passed an ICE check: only these may carry DTLS and SRTP.
     var validated: Set<TransportAddress> = []
     /// Where our media goes: the nominated address (or, before nomination, the last validated).
@@ -58,26 +62,27 @@ public final class PeerTransport: @unchecked Sendable {
     var nextReportAt: MediaTime?
     var rtcpRandom: UInt64
 
-    public init(configuration: PeerTransportConfiguration, dtlsContext: DTLSContext, sink: any DatagramSink,
-                now: MediaTime) throws(DTLSError) {
+    public init(configuration: PeerTransportConfiguration, dtlsContext: DTLSContext, now: MediaTime)
+        throws(DTLSError)
+    {
         self.configuration = configuration
         self.ice = ICELiteAgent(local: configuration.localICE, remote: configuration.remoteICE,
                                 consentTimeoutNanoseconds: configuration.consentTimeoutNanoseconds)
         self.dtls = try DTLSEndpoint(context: dtlsContext, role: configuration.dtlsRole,
                                      remoteFingerprints: configuration.remoteFingerprints)
-        self.sink = sink
         self.createdAt = now
         self.rtcpRandom = UInt64(configuration.rtcpSSRC.rawValue) | 1
     }
 
-    /// Handles one datagram routed to this participant.
-    public func receive(_ datagram: [UInt8], from source: TransportAddress, now: MediaTime)
-        -> Result<TransportEvent?, TransportDropReason>
+    /// Handles one datagram routed to this participant; what it answers (a STUN response, a
+    /// DTLS flight) is appended to `transmits`.
+    public func receive(_ datagram: [UInt8], from source: TransportAddress, now: MediaTime,
+                        transmits: inout [Transmit]) -> Result<TransportEvent?, TransportDropReason>
     {
         lastReceiveTime = now
         switch PacketClass(datagram) {
-        case .stun: return receiveSTUN(datagram, from: source, now: now)
-        case .dtls: return receiveDTLS(datagram, from: source, now: now)
+        case .stun: return receiveSTUN(datagram, from: source, now: now, transmits: &transmits)
+        case .dtls: return receiveDTLS(datagram, from: source, now: now, transmits: &transmits)
         case .rtp: return receiveRTP(datagram, from: source, now: now)
         case .rtcp: return receiveRTCP(datagram, from: source)
         case .unknown: return drop(.unknownClass)
@@ -89,26 +94,26 @@ public final class PeerTransport: @unchecked Sendable {
         return .failure(reason)
     }
 
-    private func receiveSTUN(_ datagram: [UInt8], from source: TransportAddress, now: MediaTime)
-        -> Result<TransportEvent?, TransportDropReason>
+    private func receiveSTUN(_ datagram: [UInt8], from source: TransportAddress, now: MediaTime,
+                             transmits: inout [Transmit]) -> Result<TransportEvent?, TransportDropReason>
     {
         counters.stunReceived &+= 1
         switch ice.handle(datagram, from: source, now: now) {
         case .respond(let bytes, let to):
-            sink.send(bytes, to: to)
+            transmits.append((bytes, to))
             let isNew = validated.insert(source).inserted
             if destination == nil { destination = source }
             return .success(isNew ? .addressValidated(source) : nil)
         case .respondAndNominate(let bytes, let to):
-            sink.send(bytes, to: to)
+            transmits.append((bytes, to))
             validated.insert(source)
             let changed = destination != source || !nominatedOnce
             destination = source
             nominatedOnce = true
-            startDTLSIfClient(now: now)
+            startDTLSIfClient(now: now, transmits: &transmits)
             return .success(changed ? .nominated(source) : nil)
         case .error(let bytes, let to, _):
-            sink.send(bytes, to: to)
+            transmits.append((bytes, to))
             return drop(.iceRefused)
         case .drop:
             return drop(.iceRefused)
@@ -120,18 +125,18 @@ public final class PeerTransport: @unchecked Sendable {
     var dtlsStarted = false
 
     /// A DTLS client (offer said `a=setup:passive`) speaks first, once ICE has a path.
-    private func startDTLSIfClient(now: MediaTime) {
+    private func startDTLSIfClient(now: MediaTime, transmits: inout [Transmit]) {
         guard configuration.dtlsRole == .client, !dtlsStarted, let destination else { return }
         dtlsStarted = true
-        for datagram in dtls.start(now: now).datagrams { sink.send(datagram, to: destination) }
+        for datagram in dtls.start(now: now).datagrams { transmits.append((datagram, destination)) }
     }
 
-    private func receiveDTLS(_ datagram: [UInt8], from source: TransportAddress, now: MediaTime)
-        -> Result<TransportEvent?, TransportDropReason>
+    private func receiveDTLS(_ datagram: [UInt8], from source: TransportAddress, now: MediaTime,
+                             transmits: inout [Transmit]) -> Result<TransportEvent?, TransportDropReason>
     {
         guard validated.contains(source) else { return drop(.dtlsBeforeICE) }
         let output = dtls.handle(datagram, now: now)
-        for record in output.datagrams { sink.send(record, to: source) }
+        for record in output.datagrams { transmits.append((record, source)) }
         let event = handleDTLSEvent(output.event)
         if case .connected = event {
             // First report half an interval after keys exist (RFC 3550 §6.2: initial interval halved).
@@ -169,22 +174,24 @@ public final class PeerTransport: @unchecked Sendable {
         } catch {
             return drop(error == .replayed ? .srtpReplay : .srtpAuthentication)
         }
-        guard let header = try? RTPHeader(parsing: packet) else { return drop(.malformed) }
+        guard let rtp = try? RTPPacket(parsing: packet) else { return drop(.malformed) }
+        let header = rtp.header
         counters.packetsReceived &+= 1
         counters.bytesReceived &+= UInt64(datagram.count)
         let rate = configuration.clockRates[header.payloadType.rawValue] ?? 90_000
         streams[header.ssrc, default: ReceptionStatistics(ssrc: header.ssrc, clockRate: rate)]
             .record(sequenceNumber: header.sequenceNumber, timestamp: header.timestamp, at: now)
-        return .success(.rtp(packet))
+        return .success(.rtp(rtp))
     }
 
-    /// Sends our own timers' work: DTLS retransmissions, consent checks, RTCP reports.
-    public func poll(now: MediaTime) -> TransportEvent? {
+    /// Our own timers' work, appended to `transmits`: DTLS retransmissions, RTCP reports; and
+    /// consent expiry as an event.
+    public func poll(now: MediaTime, transmits: inout [Transmit]) -> TransportEvent? {
         let retransmits = dtls.handleTimeout(now: now)
-        if let destination { for datagram in retransmits.datagrams { sink.send(datagram, to: destination) } }
+        if let destination { for datagram in retransmits.datagrams { transmits.append((datagram, destination)) } }
         if let event = handleDTLSEvent(retransmits.event) { return event }
         if consentLost(now: now) { return .consentExpired }
-        sendReportIfDue(now: now)
+        sendReportIfDue(now: now, transmits: &transmits)
         return nil
     }
 

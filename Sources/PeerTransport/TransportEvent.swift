@@ -1,4 +1,6 @@
 import ChorusCore
+import RTCP
+import RTP
 import SRTP
 
 /// What one step of a `PeerTransport` means for its owner (the room). At most one per datagram,
@@ -16,10 +18,11 @@ public enum TransportEvent: Sendable, Equatable {
     case closed
     /// No valid ICE check for the consent timeout (RFC 7675), or none ever since the join.
     case consentExpired
-    /// A decrypted RTP packet.
-    case rtp([UInt8])
-    /// A decrypted RTCP compound packet.
-    case rtcp([UInt8])
+    /// A decrypted RTP packet, its header parsed.
+    case rtp(RTPPacket)
+    /// A decrypted RTCP compound packet, validated (RFC 3550 §A.2); its packets are decoded
+    /// once, by whoever iterates it.
+    case rtcp(RTCPCompoundPacket)
 }
 
 /// Counters of one connection, reported by the API and stored at call end.

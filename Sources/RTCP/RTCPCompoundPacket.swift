@@ -9,7 +9,7 @@ import ChorusCore
 /// RFC 5506 §3.4.2: any defined RTCP type (200–207) may come first, so a lone NACK, PLI or
 /// transport-cc message is accepted, as browsers send with `a=rtcp-rsize`. Nothing is
 /// allocated; the packets are slices of the datagram.
-public struct RTCPCompoundPacket: Sequence, Sendable {
+public struct RTCPCompoundPacket: Sequence, Sendable, Equatable {
     /// How strict the first-packet rule is.
     public enum Validation: Sendable {
         /// RFC 3550 §A.2: first packet SR or RR, unpadded.

@@ -2,8 +2,9 @@ import ChorusCore
 import DTLS
 
 /// What every room needs from the process to run media: the DTLS identity, the media port's
-/// sink and routing table, and the address announced in SDP candidates. Built once by the
-/// composition root; a test can build one over a capturing sink and a plain router.
+/// sink and routing table, the address announced in SDP candidates, and the clock. Built once
+/// by the composition root; a test can build one over a capturing sink, a plain router and its
+/// own clock.
 public struct MediaEnvironment: Sendable {
     public let dtls: DTLSContext
     public let sink: any DatagramSink
@@ -11,15 +12,22 @@ public struct MediaEnvironment: Sendable {
     public let candidateAddress: String
     public let candidatePort: UInt16
     public let audio: AudioEncoding
+    public let clock: any RoomClock
 
     public init(dtls: DTLSContext, sink: any DatagramSink, routing: any MediaRouting, candidateAddress: String,
-                candidatePort: UInt16, audio: AudioEncoding = AudioEncoding()) {
+                candidatePort: UInt16, audio: AudioEncoding = AudioEncoding(), clock: any RoomClock = SystemRoomClock()) {
         self.audio = audio
         self.dtls = dtls
         self.sink = sink
         self.routing = routing
         self.candidateAddress = candidateAddress
         self.candidatePort = candidatePort
+        self.clock = clock
+    }
+
+    /// The part a room's core uses (joins and encodes, no I/O).
+    var core: RoomCore.Media {
+        RoomCore.Media(dtls: dtls, candidateAddress: candidateAddress, candidatePort: candidatePort, audio: audio)
     }
 }
 

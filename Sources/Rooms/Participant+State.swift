@@ -4,7 +4,7 @@ import PeerTransport
 
 /// A participant as the room keeps it: identity, call state, its transport, audio and video.
 ///
-/// A class, confined to the room's queue: the per-packet and per-tick paths read and mutate it
+/// A class, confined to its room core (the room's queue): the per-packet and per-tick paths read and mutate it
 /// through `participants[id]`, and as a struct every read copied (retained) each of its fields
 /// and every nested mutation risked a copy-on-write of its jitter buffer (measured at 1,000
 /// participants). It is never shared outside the room; snapshots are values.
@@ -18,7 +18,6 @@ final class Participant {
     var audioMuted = false
     var videoPaused = false
     let transport: PeerTransport
-    let connection: ParticipantConnection
     let ufrag: String
     var boundAddresses: Set<TransportAddress> = []
     var srtpProfile: String?
@@ -26,13 +25,12 @@ final class Participant {
     var video: ParticipantVideo
 
     init(callId: CallID, userId: UserID, displayName: String?, joinedAt: Date, transport: PeerTransport,
-         connection: ParticipantConnection, ufrag: String, audio: ParticipantAudio, video: ParticipantVideo) {
+         ufrag: String, audio: ParticipantAudio, video: ParticipantVideo) {
         self.callId = callId
         self.userId = userId
         self.displayName = displayName
         self.joinedAt = joinedAt
         self.transport = transport
-        self.connection = connection
         self.ufrag = ufrag
         self.audio = audio
         self.video = video

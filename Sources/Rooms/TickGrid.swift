@@ -1,7 +1,7 @@
 import ChorusCore
 
 /// The room's 20 ms tick grid: which ticks a timer firing at `now` runs. A sans-IO value the
-/// Room owns; its timer handler calls `run(at:_:)` with the current time.
+/// room core owns; each timer firing calls `advance(at:)` with the current time.
 ///
 /// Each tick keeps its place on a fixed grid (so RTP timestamps and send times agree), a late
 /// firing catches up at most `maxCatchUp` ticks (beyond that the grid restarts: old audio is
@@ -21,17 +21,25 @@ struct TickGrid: Sendable {
         self.maxCatchUp = maxCatchUp
     }
 
-    /// Calls `tick` with the grid time of each tick due at `now`, in order.
-    mutating func run(at now: MediaTime, _ tick: (MediaTime) -> Void) {
+    /// The ticks due at `now`: the grid time of the first and how many follow it, one period
+    /// apart (none, usually one, a few after a late firing).
+    mutating func advance(at now: MediaTime) -> (first: MediaTime, count: Int) {
         let horizon = now.adding(nanoseconds: periodNanoseconds / 2)
-        var due = next ?? now
-        var ran = 0
-        while due <= horizon, ran < maxCatchUp {
-            tick(due)
+        let first = next ?? now
+        var due = first
+        var count = 0
+        while due <= horizon, count < maxCatchUp {
             due = due.adding(nanoseconds: periodNanoseconds)
-            ran += 1
+            count += 1
         }
         // Still behind after catching up: restart the grid from now.
         next = due <= now ? now.adding(nanoseconds: periodNanoseconds) : due
+        return (first, count)
+    }
+
+    /// Calls `tick` with the grid time of each tick due at `now`, in order.
+    mutating func run(at now: MediaTime, _ tick: (MediaTime) -> Void) {
+        let due = advance(at: now)
+        for index in 0..<due.count { tick(due.first.adding(nanoseconds: UInt64(index) &* periodNanoseconds)) }
     }
 }

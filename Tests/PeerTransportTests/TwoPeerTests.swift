@@ -2,30 +2,12 @@ import ChorusCore
 import DTLS
 import Foundation
 import ICELite
-import NIOConcurrencyHelpers
 import PeerTransport
 import RTCP
 import RTP
 import SRTP
 import STUN
 import Testing
-
-/// Captures what the server transport sends, as the media socket would.
-final class CapturingSink: DatagramSink, @unchecked Sendable {
-    private let lock = NIOLock()
-    private var sent: [([UInt8], TransportAddress)] = []
-
-    func send(_ datagram: [UInt8], to destination: TransportAddress) {
-        lock.withLock { sent.append((datagram, destination)) }
-    }
-
-    func take() -> [([UInt8], TransportAddress)] {
-        lock.withLock {
-            defer { sent.removeAll() }
-            return sent
-        }
-    }
-}
 
 /// A deterministic generator for seeded loss and reordering.
 struct SplitMix: RandomNumberGenerator {
@@ -45,7 +27,8 @@ struct TwoPeerHarness {
     let client = TransportAddress(ipv4: "127.0.0.1", port: 50_000)!
     let serverCreds = ICECredentials.random()
     let clientCreds = ICECredentials.random()
-    let sink = CapturingSink()
+    /// What the server transport produced and nobody read yet.
+    var transmits: [Transmit] = []
     let server: PeerTransport
     let clientICE: ICEClientRole
     let clientDTLS: DTLSEndpoint
@@ -60,11 +43,28 @@ struct TwoPeerHarness {
             localICE: serverCreds, remoteICE: clientCreds, dtlsRole: .server,
             remoteFingerprints: fingerprintOverride ?? clientFingerprint, rtcpSSRC: SSRC(1111), cname: "chorus",
             clockRates: [111: 48_000], ntpReference: NTPClockReference(mediaTime: .seconds(100), ntp: NTPTimestamp(date: Date())))
-        server = try PeerTransport(configuration: configuration, dtlsContext: serverContext, sink: sink, now: now)
+        server = try PeerTransport(configuration: configuration, dtlsContext: serverContext, now: now)
         clientICE = ICEClientRole(local: clientCreds, remote: serverCreds, tieBreaker: 42)
         clientDTLS = try DTLSEndpoint(context: clientContext, role: .client, remoteFingerprints: [
             DTLSFingerprint(algorithm: .sha256, digest: serverContext.certificate.fingerprint),
         ])
+    }
+
+    /// One datagram into the server transport; what it answers is kept in `transmits`.
+    mutating func deliver(_ datagram: [UInt8], from source: TransportAddress? = nil)
+        -> Result<TransportEvent?, TransportDropReason>
+    {
+        server.receive(datagram, from: source ?? client, now: now, transmits: &transmits)
+    }
+
+    mutating func poll() -> TransportEvent? {
+        server.poll(now: now, transmits: &transmits)
+    }
+
+    /// What the server sent since the last call.
+    mutating func take() -> [Transmit] {
+        defer { transmits.removeAll() }
+        return transmits
     }
 
     /// ICE check with USE-CANDIDATE, then the DTLS handshake; returns the server's events.
@@ -72,8 +72,8 @@ struct TwoPeerHarness {
         var events: [TransportEvent] = []
         let id = TransactionID.random()
         let check = clientICE.bindingRequest(transactionID: id, useCandidate: true)
-        if case .success(let event?) = server.receive(check, from: client, now: now) { events.append(event) }
-        let responses = sink.take()
+        if case .success(let event?) = deliver(check) { events.append(event) }
+        let responses = take()
         #expect(responses.count == 1)
         if case .success = clientICE.validateResponse(responses[0].0, transactionID: id) {} else {
             Issue.record("client rejected the server's check response")
@@ -81,10 +81,10 @@ struct TwoPeerHarness {
         var toServer = clientDTLS.start(now: now).datagrams
         for _ in 0..<10 where !toServer.isEmpty {
             for datagram in toServer {
-                if case .success(let event?) = server.receive(datagram, from: client, now: now) { events.append(event) }
+                if case .success(let event?) = deliver(datagram) { events.append(event) }
             }
             toServer = []
-            for (datagram, _) in sink.take() {
+            for (datagram, _) in take() {
                 let output = clientDTLS.handle(datagram, now: now)
                 toServer += output.datagrams
                 if case .connected(let keys) = output.event { clientSRTP = try LibSRTPTransform(keys) }
@@ -145,8 +145,8 @@ struct TwoPeerTests {
             var protected = packet
             try clientSRTP.protectRTP(&protected)
             harness.now = harness.now.adding(milliseconds: 20)
-            if case .success(.rtp(let plain)?) = harness.server.receive(protected, from: harness.client, now: harness.now) {
-                #expect(plain == packet)
+            if case .success(.rtp(let plain)?) = harness.deliver(protected) {
+                #expect(Array(plain.bytes) == packet)
                 accepted += 1
             }
         }
@@ -156,12 +156,12 @@ struct TwoPeerTests {
         // A replayed packet is refused and counted.
         var replay = delivered[0]
         try clientSRTP.protectRTP(&replay)
-        #expect(harness.server.receive(replay, from: harness.client, now: harness.now) == .failure(.srtpReplay))
+        #expect(harness.deliver(replay) == .failure(.srtpReplay))
 
         // The receiver report counts exactly the packets the network lost, across the wrap.
         harness.now = harness.now.adding(milliseconds: 600)
-        _ = harness.server.poll(now: harness.now)
-        let reports = harness.sink.take().map(\.0)
+        _ = harness.poll()
+        let reports = harness.take().map(\.datagram)
         var blocks: [ReportBlock] = []
         for report in reports {
             var plain = report
@@ -189,19 +189,19 @@ struct TwoPeerTests {
         var harness = try TwoPeerHarness()
         _ = try harness.connect()
         let stranger = TransportAddress(ipv4: "127.0.0.2", port: 1)!
-        #expect(harness.server.receive(harness.rtp(sequence: 1), from: stranger, now: harness.now) == .failure(.notValidated))
-        #expect(harness.server.receive([22, 254, 253, 0], from: stranger, now: harness.now) == .failure(.dtlsBeforeICE))
+        #expect(harness.deliver(harness.rtp(sequence: 1), from: stranger) == .failure(.notValidated))
+        #expect(harness.deliver([22, 254, 253, 0], from: stranger) == .failure(.dtlsBeforeICE))
         var forged = harness.rtp(sequence: 2)
         forged += [UInt8](repeating: 0, count: 16)
-        #expect(harness.server.receive(forged, from: harness.client, now: harness.now) == .failure(.srtpAuthentication))
+        #expect(harness.deliver(forged) == .failure(.srtpAuthentication))
     }
 
     @Test func noCheckWithinThirtySecondsExpiresConsent() throws {
         var harness = try TwoPeerHarness()
         _ = try harness.connect()
         harness.now = harness.now.adding(milliseconds: 29_000)
-        #expect(harness.server.poll(now: harness.now) != .consentExpired)
+        #expect(harness.poll() != .consentExpired)
         harness.now = harness.now.adding(milliseconds: 1_001)
-        #expect(harness.server.poll(now: harness.now) == .consentExpired)
+        #expect(harness.poll() == .consentExpired)
     }
 }

@@ -3,6 +3,7 @@ import DTLS
 import Foundation
 import Logging
 import NIOConcurrencyHelpers
+import ChorusTestSupport
 import Rooms
 import Testing
 
@@ -23,8 +24,7 @@ final class NullSink: DatagramSink {
 }
 
 func fixture(_ name: String) throws -> String {
-    let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/\(name)")
-    return try String(contentsOf: url, encoding: .utf8)
+    try Fixtures.sdp(name)
 }
 
 @Suite("Room joins (real offers, no socket)")

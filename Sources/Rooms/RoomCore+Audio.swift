@@ -1,5 +1,6 @@
 import AudioMixer
 import ChorusCore
+import PeerTransport
 import RTCP
 import RTP
 
@@ -31,7 +32,7 @@ struct MixEncoders {
     }
 }
 
-extension Room {
+extension RoomCore {
     /// An audio RTP packet from `callId` (already decrypted): into its jitter buffer, with the
     /// client's RFC 6464 level when it sends one.
     func receiveAudio(_ rtp: RTPPacket, callId: CallID, now: MediaTime) {
@@ -53,20 +54,12 @@ extension Room {
             arrival: now, marker: header.marker)
     }
 
-    /// Loss the participant reports about the mix we send it (RTCP receiver reports), which
-    /// decides how much in-band FEC its mix's encoder adds.
-    func receiveAudioFeedback(_ packets: RTCPCompoundPacket, callId: CallID) {
-        guard let ours = participants[callId]?.audio.outbound.ssrc else { return }
-        for packet in packets {
-            let blocks: [ReportBlock]
-            switch packet {
-            case .receiverReport(let report): blocks = Array(report.reportBlocks)
-            case .senderReport(let report): blocks = Array(report.reportBlocks)
-            default: continue
-            }
-            if let block = blocks.first(where: { $0.ssrc == ours }) {
-                participants[callId]?.audio.reportedLossPercent = Int(block.fractionLost) * 100 / 256
-            }
+    /// Loss the participant reports about the mix we send it (report blocks of its RTCP SR or
+    /// RR), which decides how much in-band FEC its mix's encoder adds.
+    func receiveReportBlocks(_ blocks: RTCPItemList<ReportBlock>, from participant: Participant) {
+        let ours = participant.audio.outbound.ssrc
+        if let block = blocks.first(where: { $0.ssrc == ours }) {
+            participant.audio.reportedLossPercent = Int(block.fractionLost) * 100 / 256
         }
     }
 
@@ -165,7 +158,9 @@ extension Room {
             mixPacket.removeAll(keepingCapacity: true)
             participant.audio.outbound.packet(payload: payload, csrcs: mix.csrcs, csrcAudioLevels: mix.csrcAudioLevels,
                                               into: &mixPacket)
-            participant.transport.sendRTP(mixPacket, now: now)
+            let reported = ReportedPacket(timestamp: participant.audio.outbound.lastSentTimestamp ?? 0,
+                                          payloadOctets: payload.count, clockRate: 48_000)
+            participant.transport.sendRTP(mixPacket, reporting: reported, now: now, transmits: &output.transmits)
             participant.audio.mixFramesSent &+= 1
             if relayed { participant.audio.mixFramesRelayed &+= 1 }
         }
@@ -188,7 +183,4 @@ extension Room {
         if let user = participants[id]?.userId { fields["userId"] = .string(user.rawValue) }
         return fields
     }
-
-    /// Distinct encodes so far (tests check the per-tick bound through this).
-    public var audioEncodeCount: UInt64 { encoders.encodes }
 }

@@ -13,13 +13,15 @@ public struct JoinAnswer: Sendable {
     public let snapshot: ParticipantSnapshot
 }
 
-extension Room {
-    /// Admits a participant: checks the offer's shape against the room (its video slots),
-    /// creates its transport, routes its ufrag to it, and answers. The call is `progressing`
-    /// until ICE and DTLS complete.
-    public func join(_ request: JoinRequest) throws(JoinError) -> JoinAnswer {
+extension RoomCore {
+    /// Admits a participant at `now`: checks the offer's shape against the room (its video
+    /// slots), creates its transport, asks for its ufrag to be routed to it, and answers. The
+    /// call is `progressing` until ICE and DTLS complete.
+    public func join(_ request: JoinRequest, now time: MediaTime, into output: inout RoomOutput)
+        throws(JoinError) -> JoinAnswer
+    {
         guard !isClosed else { throw .roomClosed }
-        guard let media, let sink else { throw .internalFailure("this room has no media environment") }
+        guard let media else { throw .internalFailure("this room has no media environment") }
         guard participants[request.callId] == nil else { throw .duplicateCall }
         guard participants.count < settings.maxParticipants else { throw .roomFull }
         let analysis: OfferAnalysis
@@ -29,11 +31,30 @@ extension Room {
         } catch {
             throw .offerRejected(code: error.code, message: error.message)
         }
-        let plan = try MediaPlan(analysis: analysis, media: media, callId: request.callId)
+        let plan = try MediaPlan(analysis: analysis, media: media, callId: request.callId,
+                                 ntpReference: NTPClockReference(mediaTime: time, ntp: NTPTimestamp(date: wallClock.date(at: time))))
+        let participant = try makeParticipant(request, analysis: analysis, plan: plan, dtls: media.dtls, now: time)
+        return step(at: time, &output) {
+            participants[request.callId] = participant
+            joinOrder.append(request.callId)
+            _ = mixer.addParticipant(request.callId, ssrc: analysis.audio.ssrc)
+            self.output.routing.append(.register(ufrag: participant.ufrag, callId: request.callId))
+            var fields: [String: EventField] = [
+                "callId": .string(request.callId.rawValue), "userId": .string(request.userId.rawValue),
+            ]
+            if let name = request.displayName { fields["displayName"] = .string(name) }
+            emit("participant.joined", fields)
+            return JoinAnswer(sdp: plan.answer, snapshot: participant.snapshot())
+        }
+    }
+
+    private func makeParticipant(_ request: JoinRequest, analysis: OfferAnalysis, plan: MediaPlan, dtls: DTLSContext,
+                                 now: MediaTime)
+        throws(JoinError) -> Participant
+    {
         let transport: PeerTransport
         do {
-            transport = try PeerTransport(configuration: plan.transport, dtlsContext: media.dtls, sink: sink,
-                                          now: .now())
+            transport = try PeerTransport(configuration: plan.transport, dtlsContext: dtls, now: now)
         } catch {
             throw .internalFailure("DTLS setup: \(error)")
         }
@@ -46,22 +67,10 @@ extension Room {
         let audio = ParticipantAudio(
             payloadType: analysis.audio.opusPayloadType.rawValue, levelExtensionID: analysis.audio.extensions.ssrcAudioLevel,
             csrcLevelExtensionID: analysis.audio.extensions.csrcAudioLevel, ssrc: plan.transport.rtcpSSRC, decoder: decoder)
-        let connection = ParticipantConnection(callId: request.callId, room: self)
-        let participant = Participant(
-            callId: request.callId, userId: request.userId, displayName: request.displayName, joinedAt: Date(),
-            transport: transport, connection: connection, ufrag: plan.transport.localICE.ufrag, audio: audio,
+        return Participant(
+            callId: request.callId, userId: request.userId, displayName: request.displayName,
+            joinedAt: wallClock.date(at: now), transport: transport, ufrag: plan.transport.localICE.ufrag, audio: audio,
             video: ParticipantVideo(analysis: analysis, slotStreams: plan.slotStreams))
-        participants[request.callId] = participant
-        joinOrder.append(request.callId)
-        _ = mixer.addParticipant(request.callId, ssrc: analysis.audio.ssrc)
-        media.routing.register(ufrag: participant.ufrag, receiver: connection)
-        startTimerIfNeeded()
-        var fields: [String: EventField] = [
-            "callId": .string(request.callId.rawValue), "userId": .string(request.userId.rawValue),
-        ]
-        if let name = request.displayName { fields["displayName"] = .string(name) }
-        emit("participant.joined", fields)
-        return JoinAnswer(sdp: plan.answer, snapshot: participant.snapshot())
     }
 }
 
@@ -72,7 +81,9 @@ struct MediaPlan {
     /// The server's stream on each video slot, in `analysis.slots` order.
     let slotStreams: [OutgoingStream]
 
-    init(analysis: OfferAnalysis, media: MediaEnvironment, callId: CallID) throws(JoinError) {
+    init(analysis: OfferAnalysis, media: RoomCore.Media, callId: CallID, ntpReference: NTPClockReference)
+        throws(JoinError)
+    {
         let localICE = ICECredentials.random()
         let remoteICE: ICECredentials
         do {
@@ -110,7 +121,7 @@ struct MediaPlan {
         transport = PeerTransportConfiguration(
             localICE: localICE, remoteICE: remoteICE, dtlsRole: role, remoteFingerprints: fingerprints,
             rtcpSSRC: audio.ssrc, cname: cname, clockRates: clockRates,
-            ntpReference: NTPClockReference(mediaTime: .now(), ntp: NTPTimestamp(date: Date())))
+            ntpReference: ntpReference)
         let local = LocalParameters(
             sessionID: UInt64.random(in: 1...UInt64(Int64.max)), iceUfrag: localICE.ufrag, icePwd: localICE.password,
             fingerprint: CertificateFingerprint(hashFunction: "sha-256", digest: media.dtls.certificate.fingerprint),

@@ -1,9 +1,9 @@
 import ChorusCore
 import Foundation
 
-extension Room {
+extension RoomCore {
     public func participantList() -> [ParticipantSnapshot] {
-        participants.values.sorted { $0.joinedAt < $1.joinedAt }.map { $0.snapshot() }
+        joinOrder.compactMap { participants[$0]?.snapshot() }
     }
 
     public func participant(_ callId: CallID) -> ParticipantSnapshot? {
@@ -18,7 +18,15 @@ extension Room {
     /// Mutes/unmutes audio, pauses/resumes video, sets pinned publishers; emits an event per
     /// change. Pausing takes the publisher out of every slot at once; resuming puts it back
     /// (its keyframe is requested by the slot switch).
-    public func update(_ callId: CallID, audioMuted: Bool?, videoPaused: Bool?, pinned: [CallID]? = nil)
+    public func update(_ callId: CallID, audioMuted: Bool?, videoPaused: Bool?, pinned: [CallID]? = nil,
+                       now time: MediaTime, into output: inout RoomOutput) -> ParticipantSnapshot?
+    {
+        step(at: time, &output) {
+            updateParticipant(callId, audioMuted: audioMuted, videoPaused: videoPaused, pinned: pinned)
+        }
+    }
+
+    private func updateParticipant(_ callId: CallID, audioMuted: Bool?, videoPaused: Bool?, pinned: [CallID]?)
         -> ParticipantSnapshot?
     {
         guard let participant = participants[callId] else { return nil }
@@ -37,8 +45,6 @@ extension Room {
             emit(videoPaused ? "video.paused" : "video.resumed", fields)
             slotsChanged = true
         }
-        participants[callId] = participant
-        let now = MediaTime.now()
         if let pinned {
             setPinned(pinned, for: callId, now: now)
         } else if slotsChanged {

@@ -3,7 +3,7 @@ import RTCP
 import RTP
 import VideoForwarder
 
-extension Room {
+extension RoomCore {
     /// A publisher that sends nothing for this long is reported paused (reason `inactive`).
     static let videoInactivityNanoseconds: UInt64 = 2_000_000_000
     /// Bounds of the bandwidth passed to publishers: what a subscriber asks, within reason.
@@ -129,7 +129,7 @@ extension Room {
         guard let compound = Self.feedbackCompound(sender: sender, { out throws(RTCPSerializationError) in
             try GenericNACK(senderSSRC: sender, mediaSSRC: media, lostSequenceNumbers: lost).serialize(into: &out)
         }) else { return }
-        if participant.transport.sendRTCP(compound) {
+        if participant.transport.sendRTCP(compound, transmits: &output.transmits) {
             participants[publisher]?.video.statistics.nacksSent &+= UInt64(lost.count)
         }
     }
@@ -148,7 +148,7 @@ extension Room {
             try ReceiverEstimatedMaximumBitrate(senderSSRC: sender, bitrate: bitrate, ssrcs: RTCPItemList([media]))
                 .serialize(into: &out)
         }) else { return }
-        participant.transport.sendRTCP(compound)
+        participant.transport.sendRTCP(compound, transmits: &output.transmits)
     }
 
     /// A feedback message behind an empty receiver report: a compound packet any receiver

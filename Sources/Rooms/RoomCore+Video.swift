@@ -1,20 +1,23 @@
 import ChorusCore
 import RTCP
+import PeerTransport
 import RTP
 import VideoForwarder
 
-extension Room {
+extension RoomCore {
     /// A video RTP packet from `callId`'s camera (already decrypted): cached for NACKs, checked
     /// for loss, and forwarded into every slot that shows this publisher; a keyframe completes
     /// the slot switches waiting for it. RTX retransmissions (answers to our NACKs) are
     /// unwrapped first and handled as the packet they repair.
-    func receiveVideo(_ bytes: [UInt8], header: RTPHeader, callId: CallID, now: MediaTime) {
+    func receiveVideo(_ rtp: RTPPacket, callId: CallID, now: MediaTime) {
         // The publisher's small fields only: a copy of the whole state held across the cache
         // insert below would share the cache's storage and make that insert copy it.
         guard let participant = participants[callId], let publisher = participant.video.publisher?.summary
         else { return }
+        // The transport's packet spans its whole (decrypted) array, so this shares its storage.
+        let bytes = Array(rtp.bytes)
         var packet = bytes
-        var header = header
+        var header = rtp.header
         if let rtxType = publisher.rtxPayloadType, header.payloadType.rawValue == rtxType {
             guard let primary = publisher.ssrc, let original = Self.unwrapRTX(bytes, header: header, primary: primary,
                                                                               payloadType: publisher.payloadType)
@@ -67,29 +70,27 @@ extension Room {
             guard viewer.video.slots[index].publisher == callId,
                   viewer.video.slots[index].rewriter.rewrite(
                       packet, header: header, vp8: vp8, now: now, into: &videoScratch) != nil,
-                  viewer.transport.sendRTP(videoScratch, now: now)
+                  viewer.transport.sendRTP(videoScratch, now: now, transmits: &output.transmits)
             else { continue }
             viewer.video.statistics.packetsForwarded &+= 1
             viewer.video.statistics.bytesForwarded &+= UInt64(videoScratch.count)
         }
     }
 
-    /// Video feedback from a subscriber (about its slots): keyframe requests go to the
+    /// One feedback packet from a subscriber (about its slots): keyframe requests go to the
     /// publishers, NACKs are answered from the publishers' caches, REMB is recorded.
-    func receiveVideoFeedback(_ packets: RTCPCompoundPacket, callId: CallID, now: MediaTime) {
-        for packet in packets {
-            switch packet {
-            case .pictureLossIndication(let pli):
-                keyframeRequested(forSlotSSRC: pli.mediaSSRC, by: callId, now: now)
-            case .fullIntraRequest(let fir):
-                for entry in fir.entries { keyframeRequested(forSlotSSRC: entry.ssrc, by: callId, now: now) }
-            case .genericNACK(let nack):
-                answerNACK(nack, from: callId, now: now)
-            case .receiverEstimatedMaximumBitrate(let remb):
-                recordEstimate(remb.bitrate, from: callId, now: now)
-            default:
-                continue
-            }
+    func receiveVideoFeedback(_ packet: RTCPPacket, callId: CallID, now: MediaTime) {
+        switch packet {
+        case .pictureLossIndication(let pli):
+            keyframeRequested(forSlotSSRC: pli.mediaSSRC, by: callId, now: now)
+        case .fullIntraRequest(let fir):
+            for entry in fir.entries { keyframeRequested(forSlotSSRC: entry.ssrc, by: callId, now: now) }
+        case .genericNACK(let nack):
+            answerNACK(nack, from: callId, now: now)
+        case .receiverEstimatedMaximumBitrate(let remb):
+            recordEstimate(remb.bitrate, from: callId, now: now)
+        default:
+            return
         }
     }
 
@@ -118,7 +119,7 @@ extension Room {
         guard let compound = Self.feedbackCompound(sender: sender, { out throws(RTCPSerializationError) in
             try PictureLossIndication(senderSSRC: sender, mediaSSRC: media).serialize(into: &out)
         }) else { return }
-        if participant.transport.sendRTCP(compound) {
+        if participant.transport.sendRTCP(compound, transmits: &output.transmits) {
             participants[publisher]?.video.statistics.keyframeRequestsSent &+= 1
         }
     }
@@ -144,7 +145,8 @@ extension Room {
                                  sequenceNumber: participants[subscriber]?.video.slots[index].rtxSequence ?? 0)
                     participants[subscriber]?.video.slots[index].rtxSequence &+= 1
                 }
-                guard participants[subscriber]?.transport.sendRTP(videoScratch, now: now) == true else { continue }
+                guard participants[subscriber]?.transport.sendRTP(videoScratch, now: now, transmits: &output.transmits) == true
+                else { continue }
                 participants[subscriber]?.video.statistics.nacksAnswered &+= 1
                 participants[subscriber]?.video.statistics.retransmissions &+= 1
             }

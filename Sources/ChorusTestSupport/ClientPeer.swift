@@ -1,0 +1,209 @@
+import ChorusCore
+import DTLS
+import ICELite
+import RTCP
+import RTP
+import SRTP
+import STUN
+
+/// A WebRTC client made of the project's own client-role parts — `ICEClientRole` (controlling,
+/// USE-CANDIDATE), a DTLS client, OpenSSL SRTP — with no socket and no clock: room-level tests
+/// exchange its datagrams with a room core in process, on a simulated clock (str0m's
+/// two-peer `progress` loop). Its offer is a real client's (an aiortc or browser fixture) with
+/// this peer's ICE credentials, fingerprint and SSRCs put in.
+///
+/// Driven by the test: `offer()`, then `accept(answer:)`, then `connectivityCheck()`; every
+/// datagram from the server goes to `receive(_:now:)`, which answers (DTLS flights) and keeps
+/// the decrypted media it carried.
+public final class ClientPeer {
+    public let name: String
+    public let address: TransportAddress
+    public let credentials = ICECredentials.random()
+    public let audioSSRC: UInt32
+    public let videoSSRC: UInt32
+    public let rtxSSRC: UInt32
+    private let fixture: String
+    private let context: DTLSContext
+    public private(set) var ice: ICEClientRole?
+    private var dtls: DTLSEndpoint?
+    public private(set) var srtp: OpenSSLSRTPTransform?
+    public private(set) var server: TransportAddress?
+    /// The server's SSRC on each of our m-lines, by mid (from the answer's `a=ssrc` lines).
+    public private(set) var answerSSRCs: [String: UInt32] = [:]
+    /// Decrypted RTP received, by SSRC, in arrival order.
+    public private(set) var received: [UInt32: [RTPPacket]] = [:]
+    /// Decoded RTCP packets received, in arrival order.
+    public private(set) var rtcpReceived: [RTCPPacket] = []
+    /// Datagrams refused (did not authenticate or parse).
+    public private(set) var refused = 0
+    private var pendingCheck: TransactionID?
+    /// How the server answered our last connectivity check.
+    public private(set) var lastCheckOutcome: ICECheckOutcome?
+
+    /// `fixture` names the real offer this peer sends (`Tests/Fixtures/sdp/`).
+    public init(name: String, port: UInt16, fixture: String = "aiortc-audio-only.sdp", seed: UInt64) throws {
+        self.name = name
+        self.fixture = fixture
+        address = TransportAddress(ipv4: "10.0.0.2", port: port)!
+        var generator = SplitMix64(seed: seed)
+        audioSSRC = UInt32.random(in: 1...UInt32.max, using: &generator)
+        videoSSRC = UInt32.random(in: 1...UInt32.max, using: &generator)
+        rtxSSRC = UInt32.random(in: 1...UInt32.max, using: &generator)
+        context = try DTLSContext(certificate: DTLSCertificate())
+    }
+
+    public var isConnected: Bool { srtp != nil }
+
+    /// The fixture's offer with this peer's credentials, fingerprint and SSRCs.
+    public func offer() throws -> String {
+        let text = try Fixtures.sdp(fixture)
+        var ssrcs: [String: UInt32] = [:]
+        var lines: [String] = []
+        // Split on Character.isNewline: "\r\n" is one Character in Swift, not "\r" then "\n".
+        for raw in text.split(omittingEmptySubsequences: true, whereSeparator: \.isNewline) {
+            var line = String(raw)
+            if line.hasPrefix("a=ice-ufrag:") { line = "a=ice-ufrag:\(credentials.ufrag)" }
+            if line.hasPrefix("a=ice-pwd:") { line = "a=ice-pwd:\(credentials.password)" }
+            if line.hasPrefix("a=fingerprint:") {
+                guard line.hasPrefix("a=fingerprint:sha-256") else { continue }
+                line = "a=fingerprint:\(context.certificate.sdpFingerprint)"
+            }
+            if line.hasPrefix("a=ssrc:") || line.hasPrefix("a=ssrc-group:") {
+                line = replaceSSRCs(in: line, map: &ssrcs)
+            }
+            lines.append(line)
+        }
+        return lines.joined(separator: "\r\n") + "\r\n"
+    }
+
+    /// The fixture's SSRCs become ours in order of appearance: audio, camera, camera RTX; any
+    /// others (receive-only slots) keep a fixed value derived from the original.
+    private func replaceSSRCs(in line: String, map: inout [String: UInt32]) -> String {
+        let ours = [audioSSRC, videoSSRC, rtxSSRC]
+        return line.split(separator: " ", omittingEmptySubsequences: false).map { word -> String in
+            let prefix = word.hasPrefix("a=ssrc:") ? "a=ssrc:" : ""
+            let digits = word.dropFirst(prefix.count)
+            guard !digits.isEmpty, digits.allSatisfy(\.isNumber) else { return String(word) }
+            let key = String(digits)
+            if map[key] == nil {
+                map[key] = map.count < ours.count ? ours[map.count] : (UInt32(key) ?? 1) ^ audioSSRC
+            }
+            return prefix + String(map[key] ?? 0)
+        }.joined(separator: " ")
+    }
+
+    /// Reads the server's ICE credentials, certificate fingerprint, candidate and SSRCs.
+    public func accept(answer: String) throws(ClientPeerError) {
+        var ufrag: String?, pwd: String?, fingerprint: DTLSFingerprint?, mid: String?
+        for raw in answer.split(whereSeparator: \.isNewline) {
+            let line = String(raw)
+            if ufrag == nil, line.hasPrefix("a=ice-ufrag:") { ufrag = String(line.dropFirst(12)) }
+            if pwd == nil, line.hasPrefix("a=ice-pwd:") { pwd = String(line.dropFirst(10)) }
+            if line.hasPrefix("a=mid:") { mid = String(line.dropFirst(6)) }
+            if let mid, line.hasPrefix("a=ssrc:"), answerSSRCs[mid] == nil,
+               let value = UInt32(line.dropFirst(7).prefix { $0 != " " }) {
+                answerSSRCs[mid] = value
+            }
+            if fingerprint == nil, line.hasPrefix("a=fingerprint:") {
+                let parts = line.dropFirst(14).split(separator: " ")
+                if parts.count == 2 { fingerprint = DTLSFingerprint(algorithm: String(parts[0]), hex: String(parts[1])) }
+            }
+            if server == nil, line.hasPrefix("a=candidate:") {
+                let parts = line.split(separator: " ")
+                if parts.count >= 6, let port = UInt16(parts[5]) { server = TransportAddress(ipv4: String(parts[4]), port: port) }
+            }
+        }
+        guard let ufrag, let pwd, let remote = try? ICECredentials(ufrag: ufrag, password: pwd) else {
+            throw .answer("ICE credentials")
+        }
+        guard let fingerprint else { throw .answer("fingerprint") }
+        guard server != nil else { throw .answer("candidate") }
+        ice = ICEClientRole(local: credentials, remote: remote, tieBreaker: UInt64(audioSSRC))
+        do {
+            dtls = try DTLSEndpoint(context: context, role: .client, remoteFingerprints: [fingerprint])
+        } catch {
+            throw .answer("DTLS: \(error)")
+        }
+    }
+
+    /// A Binding request with USE-CANDIDATE toward the server's candidate.
+    public func connectivityCheck() -> Transmit? {
+        guard let ice, let server else { return nil }
+        let id = TransactionID.random()
+        pendingCheck = id
+        return (ice.bindingRequest(transactionID: id, useCandidate: true), server)
+    }
+
+    /// One datagram from the server: a check's answer starts DTLS, DTLS flights are answered,
+    /// SRTP and SRTCP are decrypted and kept. Returns what this peer sends back.
+    public func receive(_ datagram: [UInt8], now: MediaTime) -> [Transmit] {
+        guard let server else { return [] }
+        switch PacketClass(datagram) {
+        case .stun:
+            guard let id = pendingCheck, let ice else { return [] }
+            lastCheckOutcome = ice.validateResponse(datagram, transactionID: id)
+            guard case .success = lastCheckOutcome, let dtls else { return [] }
+            pendingCheck = nil
+            return dtls.start(now: now).datagrams.map { ($0, server) }
+        case .dtls:
+            guard let dtls else { return [] }
+            let output = dtls.handle(datagram, now: now)
+            if case .connected(let keys) = output.event { srtp = try? OpenSSLSRTPTransform(keys) }
+            return output.datagrams.map { ($0, server) }
+        case .rtp:
+            var packet = datagram
+            guard let srtp, (try? srtp.unprotectRTP(&packet)) != nil, let rtp = try? RTPPacket(parsing: packet) else {
+                refused += 1
+                return []
+            }
+            received[rtp.header.ssrc.rawValue, default: []].append(rtp)
+        case .rtcp:
+            var packet = datagram
+            guard let srtp, (try? srtp.unprotectRTCP(&packet)) != nil,
+                  let compound = try? RTCPCompoundPacket(parsing: packet)
+            else {
+                refused += 1
+                return []
+            }
+            rtcpReceived.append(contentsOf: compound)
+        case .unknown:
+            refused += 1
+        }
+        return []
+    }
+
+    /// DTLS retransmissions due at `now`.
+    public func poll(now: MediaTime) -> [Transmit] {
+        guard let dtls, let server else { return [] }
+        return dtls.handleTimeout(now: now).datagrams.map { ($0, server) }
+    }
+
+    /// An RTP packet on one of our streams, protected for the server.
+    public func rtp(_ fields: RTPHeaderFields, payload: [UInt8]) -> Transmit? {
+        guard let srtp, let server else { return nil }
+        var packet: [UInt8] = []
+        guard (try? fields.serialize(into: &packet)) != nil else { return nil }
+        packet += payload
+        guard (try? srtp.protectRTP(&packet)) != nil else { return nil }
+        return (packet, server)
+    }
+
+    /// An RTCP compound, protected for the server.
+    public func rtcp(_ compound: [UInt8]) -> Transmit? {
+        guard let srtp, let server else { return nil }
+        var packet = compound
+        guard (try? srtp.protectRTCP(&packet)) != nil else { return nil }
+        return (packet, server)
+    }
+
+    /// Forgets the media received so far.
+    public func clearReceived() {
+        received.removeAll()
+        rtcpReceived.removeAll()
+    }
+}
+
+/// Why a client peer could not use an answer.
+public enum ClientPeerError: Error, Equatable {
+    case answer(String)
+}

@@ -1,0 +1,113 @@
+import ChorusCore
+import Dispatch
+import Foundation
+import PeerTransport
+
+extension Room {
+    /// One datagram for `callId`, on the room's queue (see `ParticipantConnection`).
+    func handleDatagram(_ datagram: [UInt8], from source: TransportAddress, at now: MediaTime, callId: CallID) {
+        core.receive(datagram, from: source, callId: callId, now: now, into: &output)
+        carryOut()
+    }
+
+    /// Carries out what the core's last step produced: its datagrams leave in one batch, the
+    /// routing table follows the participants' paths, events are logged and published. Then
+    /// the output is emptied (keeping its storage) and an empty room's timer stops.
+    func carryOut() {
+        if !output.transmits.isEmpty { media?.sink.send(batch: output.transmits) }
+        for change in output.routing { apply(change) }
+        for event in output.events { publish(event) }
+        output.removeAll()
+        if core.activeCount == 0, let timer {
+            timer.cancel()
+            self.timer = nil
+        }
+    }
+
+    private func apply(_ change: RoutingChange) {
+        guard let routing = media?.routing else { return }
+        switch change {
+        case .register(let ufrag, let callId):
+            let connection = ParticipantConnection(callId: callId, room: self)
+            connections[callId] = connection
+            routing.register(ufrag: ufrag, receiver: connection)
+        case .bind(let address, let callId):
+            guard let connection = connections[callId] else { return }
+            routing.bind(address, to: connection)
+        case .unregister(let ufrag, let callId):
+            routing.unregister(ufrag: ufrag)
+            connections[callId] = nil
+        case .unbind(let address):
+            routing.unbind(address)
+        }
+    }
+
+    /// Logs an event (buffered for `Last-Event-ID`, pushed to subscribers) and hands it to the
+    /// observer, stamped with the wall-clock time of the step that produced it.
+    func publish(_ event: RoomCoreEvent) {
+        let date = core.wallClock.date(at: event.at)
+        let logged = log.append(event.name, event.fields, at: date)
+        observer?(key, logged)
+    }
+
+    func startTimerIfNeeded() {
+        guard timer == nil, core.activeCount > 0 else { return }
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        // Every room ticks on one process-wide 20 ms grid: Dispatch then fires all rooms' timers
+        // in one wake-up of its timer thread, and the worker threads run the rooms' ticks back
+        // to back instead of waking for each room at its own phase.
+        let period = UInt64(RoomCore.tickMilliseconds) * 1_000_000
+        let first = (DispatchTime.now().uptimeNanoseconds / period + 1) * period
+        timer.schedule(deadline: DispatchTime(uptimeNanoseconds: first),
+                       repeating: .milliseconds(RoomCore.tickMilliseconds), leeway: .milliseconds(1))
+        timer.setEventHandler { [weak self] in
+            self?.assumeIsolated { $0.runTicks() }
+        }
+        timer.resume()
+        self.timer = timer
+    }
+
+    /// One timer firing: the core's tick at the clock's `now`.
+    func runTicks() {
+        core.tick(now: clock.now(), into: &output)
+        carryOut()
+    }
+
+    // MARK: control calls, delegated to the core at the clock's `now`
+
+    /// Admits a participant (see `RoomCore.join`) and starts the room's timer.
+    public func join(_ request: JoinRequest) throws(JoinError) -> JoinAnswer {
+        let answer = try core.join(request, now: clock.now(), into: &output)
+        carryOut()
+        startTimerIfNeeded()
+        return answer
+    }
+
+    /// Ends a call (see `RoomCore.end`). Returns false when there was no such call.
+    @discardableResult
+    public func end(_ callId: CallID, cause: EndCause) -> Bool {
+        let ended = core.end(callId, cause: cause, now: clock.now(), into: &output)
+        carryOut()
+        return ended
+    }
+
+    /// Mutes/unmutes audio, pauses/resumes video, sets pinned publishers (see `RoomCore.update`).
+    public func update(_ callId: CallID, audioMuted: Bool?, videoPaused: Bool?, pinned: [CallID]? = nil)
+        -> ParticipantSnapshot?
+    {
+        let snapshot = core.update(callId, audioMuted: audioMuted, videoPaused: videoPaused, pinned: pinned,
+                                   now: clock.now(), into: &output)
+        carryOut()
+        return snapshot
+    }
+
+    public func participantList() -> [ParticipantSnapshot] { core.participantList() }
+
+    public func participant(_ callId: CallID) -> ParticipantSnapshot? { core.participant(callId) }
+
+    /// True when `userId` has a call in this room (a user may then read the room's events).
+    public func hasParticipant(userId: UserID) -> Bool { core.hasParticipant(userId: userId) }
+
+    /// Counts of participants by state, for /metrics.
+    public func stateCounts() -> (progressing: Int, established: Int) { core.stateCounts() }
+}

@@ -1,0 +1,131 @@
+import AudioMixer
+import ChorusCore
+import DTLS
+import Foundation
+import Logging
+
+/// One room's media policy as a sans-IO engine (str0m's `handle_input`/`poll_output` shape):
+/// its participants and their transports, the audio mixer and mix encoders, the video slots.
+/// Driven only through its entry points — `join`, `receive(datagram, from:, callId:, now:)`,
+/// `tick(now:)`, `end`, `close`, `update` — each of which takes `now` and appends what must
+/// happen to the caller's `RoomOutput`: datagrams to send, events, routing changes. It never
+/// reads a clock, touches a socket or the router, or schedules anything; the `Room` actor is
+/// the shell that does (its queue, its timer, the sink). Room-level tests drive a core directly
+/// with client peers on a simulated clock.
+///
+/// A class, not a struct: it owns C state that cannot be copied (Opus encoders and decoders,
+/// OpenSSL DTLS and SRTP contexts), and the hot paths reach into its participants in place from
+/// nested calls that Swift's exclusivity rules would forbid on a mutating struct. Not
+/// `Sendable`: its one owner confines it to one thread of control (the room's queue).
+public final class RoomCore {
+    public let key: RoomKey
+    public private(set) var settings: RoomSettings
+    public private(set) var isClosed = false
+    let logger: Logger
+    /// Nil for a room that only serves the control plane (tests): it refuses joins.
+    let media: Media?
+    let wallClock: WallClock
+    var participants: [CallID: Participant] = [:]
+    /// The 20 ms audio tick grid (a late timer is caught up without drift).
+    var tickGrid = TickGrid(periodMilliseconds: RoomCore.tickMilliseconds)
+    var mixer: RoomAudioMixer<CallID>
+    /// The time of the step in progress: what events and wall-clock stamps use.
+    var now = MediaTime(nanoseconds: 0)
+    /// What the step in progress produced; swapped in from the caller's output at each entry
+    /// point and back at its end (O(1), and the caller's buffers keep their capacity).
+    var output = RoomOutput()
+    var encoders = MixEncoders()
+    /// One recipient's mix packet, rebuilt for each (kept for its capacity).
+    var mixPacket: [UInt8] = []
+    /// Participants in the order they joined: the slot order of publishers nobody pinned.
+    var joinOrder: [CallID] = []
+    /// The room's dominant speakers, most recent first: they rank next after pins for slots.
+    var recentSpeakers: [CallID] = []
+    /// Reused buffer for the packets the forwarder writes (one per slot, then protected).
+    var videoScratch: [UInt8] = []
+    /// For each publisher, the (subscriber, slot index) pairs showing it or switching to it:
+    /// rebuilt when slots are reassigned, so a packet visits only its own viewers.
+    var slotViewers: [CallID: [(subscriber: CallID, slot: Int)]] = [:]
+
+    /// What joins need from the process: the DTLS identity, the address announced in SDP
+    /// candidates, and the mix encoders' settings.
+    public struct Media: Sendable {
+        public let dtls: DTLSContext
+        public let candidateAddress: String
+        public let candidatePort: UInt16
+        public let audio: AudioEncoding
+
+        public init(dtls: DTLSContext, candidateAddress: String, candidatePort: UInt16,
+                    audio: AudioEncoding = AudioEncoding()) {
+            self.dtls = dtls
+            self.candidateAddress = candidateAddress
+            self.candidatePort = candidatePort
+            self.audio = audio
+        }
+    }
+
+    /// Room tick: 20 ms, the audio frame length the mixer runs on; it also drives the video
+    /// tick and the transports' timers (DTLS retransmissions, consent, RTCP reports).
+    public static let tickMilliseconds = 20
+
+    public init(key: RoomKey, settings: RoomSettings, media: Media?, wallClock: WallClock, logger: Logger) {
+        self.key = key
+        self.settings = settings
+        self.media = media
+        self.wallClock = wallClock
+        self.logger = logger
+        self.mixer = RoomAudioMixer(configuration: AudioMixerConfiguration(mixedSpeakers: settings.mixedSpeakers))
+    }
+
+    /// Runs one entry point's body with `output` as the core's output and `now` as its time.
+    func step<T, E: Error>(at time: MediaTime, _ output: inout RoomOutput, _ body: () throws(E) -> T) throws(E) -> T {
+        now = time
+        swap(&self.output, &output)
+        defer { swap(&self.output, &output) }
+        return try body()
+    }
+
+    /// Records an event for the shell to publish.
+    func emit(_ name: String, _ fields: [String: EventField]) {
+        output.events.append(RoomCoreEvent(name: name, fields: fields, at: now))
+    }
+
+    /// Applies new settings; a closed room refuses them. A new `mixedSpeakers` takes effect at
+    /// the next tick; the others apply to later joins.
+    public func update(settings newSettings: RoomSettings) throws(RoomError) {
+        guard !isClosed else { throw .closed }
+        if newSettings.mixedSpeakers != settings.mixedSpeakers { mixer.setMixedSpeakers(newSettings.mixedSpeakers) }
+        settings = newSettings
+    }
+
+    /// Closes the room: every participant ends with `cause`, then `room.closed`. Returns true
+    /// on the call that closed it (idempotent).
+    @discardableResult
+    public func close(cause: EndCause = .roomClosed, now time: MediaTime, into output: inout RoomOutput) -> Bool {
+        guard !isClosed else { return false }
+        step(at: time, &output) {
+            for callId in participants.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
+                endCall(callId, cause: cause)
+            }
+            isClosed = true
+            emit("room.closed", ["roomId": .string(key.room.rawValue)])
+        }
+        return true
+    }
+
+    /// The number of speakers the running mixer holds (follows `settings.mixedSpeakers`).
+    public var mixedSpeakersInEffect: Int { mixer.configuration.mixedSpeakers }
+
+    /// Participants not yet ended.
+    public var activeCount: Int { participants.count }
+
+    /// Distinct encodes so far (tests check the per-tick bound through this).
+    public var audioEncodeCount: UInt64 { encoders.encodes }
+}
+
+/// Errors a room's control calls can raise; the API maps each to a status and code.
+public enum RoomError: Error, Equatable, Sendable {
+    case closed
+    case alreadyExists
+    case notFound
+}

@@ -1,0 +1,48 @@
+import ChorusCore
+
+/// What the steps of a `RoomCore` ask of their shell: datagrams to send, events to publish and
+/// changes to the media port's routing table, in the order they happened. The shell owns one,
+/// hands it to every core call, carries it out and empties it with `removeAll()`, which keeps
+/// the arrays' capacity: a steady-state step allocates no output storage.
+///
+/// Not `Sendable`: it lives on the room's queue, between the core and the shell. Only the
+/// socket side (`DatagramSink`) is shared across threads.
+public struct RoomOutput {
+    /// Datagrams to send, protected and addressed.
+    public var transmits: [Transmit] = []
+    /// Room events, in order, stamped with the media time they happened at.
+    public var events: [RoomCoreEvent] = []
+    /// Routing-table changes for the media port.
+    public var routing: [RoutingChange] = []
+
+    public init() {}
+
+    public var isEmpty: Bool { transmits.isEmpty && events.isEmpty && routing.isEmpty }
+
+    /// Empties the output, keeping its storage for the next step.
+    public mutating func removeAll() {
+        transmits.removeAll(keepingCapacity: true)
+        events.removeAll(keepingCapacity: true)
+        routing.removeAll(keepingCapacity: true)
+    }
+}
+
+/// One room event as the core produces it: a name, flat fields, and the media time of the step
+/// that produced it. The shell numbers it and stamps the wall-clock time (`RoomEvent`).
+public struct RoomCoreEvent: Sendable, Equatable {
+    public let name: String
+    public let fields: [String: EventField]
+    public let at: MediaTime
+}
+
+/// A change the media port's demultiplexing table must make for the room (`MediaRouting`).
+/// The core names participants by call ID; the shell maps them to its receivers.
+public enum RoutingChange: Sendable, Equatable {
+    /// STUN whose USERNAME starts with `ufrag:` goes to the participant.
+    case register(ufrag: String, callId: CallID)
+    /// Non-STUN datagrams from the address go to the participant (it passed an ICE check).
+    case bind(TransportAddress, callId: CallID)
+    /// The participant is gone: forget its ufrag.
+    case unregister(ufrag: String, callId: CallID)
+    case unbind(TransportAddress)
+}

@@ -1,0 +1,118 @@
+import ChorusCore
+import ChorusTestSupport
+import Rooms
+import Testing
+
+/// The room's audio policy, driven through `RoomCore` with client peers on a simulated clock:
+/// what each listener hears is decoded and measured (Goertzel), never assumed.
+@Suite("RoomCore audio on a simulated clock")
+struct RoomCoreAudioTests {
+    static let tones: [String: Double] = ["ann": 500, "bob": 900, "cid": 1_500]
+
+    /// Joins `talkers` (each with its tone) and `listeners` (silent), runs `milliseconds` with
+    /// everyone sending, and returns the room.
+    func talk(talkers: [String], listeners: [String] = [], milliseconds: Int = 3_000, seed: UInt64 = 1,
+              configure: (SimulatedRoom) -> Void = { _ in }) throws -> SimulatedRoom {
+        let room = try SimulatedRoom(seed: seed)
+        for name in talkers + listeners {
+            try room.join(name)
+            room.say(name, frequency: talkers.contains(name) ? Self.tones[name] : nil)
+        }
+        configure(room)
+        for name in talkers + listeners {
+            #expect(room.peers[name]?.isConnected == true, "\(name) did not connect")
+            #expect(room.snapshot(name)?.state == .established)
+        }
+        room.talk(milliseconds: milliseconds)
+        return room
+    }
+
+    @Test func everyoneHearsTheOthersButNotThemselves() throws {
+        let room = try talk(talkers: ["ann", "bob", "cid"], listeners: ["dan"])
+        let frequencies = ["ann", "bob", "cid"].map { Self.tones[$0]! }
+        for name in ["ann", "bob", "cid", "dan"] {
+            let levels = try PeerEar.levels(heardBy: room.peers[name]!, at: frequencies)
+            for (talker, level) in zip(["ann", "bob", "cid"], levels) {
+                if talker == name {
+                    #expect(level < -60, "\(name) hears its own voice at \(level) dBFS")
+                } else {
+                    #expect(level > -30, "\(name) hears \(talker) only at \(level) dBFS")
+                }
+            }
+        }
+        // One encode for the full mix and one per mixed speaker, per tick, at most.
+        #expect(room.core.audioEncodeCount <= 4 * 150 + 8)
+        #expect(room.eventNames(["talking.started"]).sorted() == ["talking.started:ann", "talking.started:bob",
+                                                                 "talking.started:cid"])
+    }
+
+    @Test func aSingleTalkerIsRelayedNotReencoded() throws {
+        let room = try talk(talkers: ["ann"], listeners: ["bob", "cid"])
+        for name in ["bob", "cid"] {
+            let levels = try PeerEar.levels(heardBy: room.peers[name]!, at: [500])
+            #expect(levels[0] > -30, "\(name) does not hear ann")
+            let audio = try #require(room.snapshot(name)?.audioStatistics)
+            #expect(audio["mixFramesRelayed"]! > 100, "relayed \(audio["mixFramesRelayed"]!) of \(audio["mixFramesSent"]!)")
+        }
+        // The talker alone hears a silent mix, which is not sent.
+        #expect(room.snapshot("ann")?.audioStatistics["mixFramesSent"] ?? 0 < 10)
+        #expect(room.core.audioEncodeCount < 20)
+    }
+
+    @Test func theDominantSpeakerFollowsWhoTalks() throws {
+        let room = try SimulatedRoom()
+        for name in ["ann", "bob", "cid"] { try room.join(name) }
+        func speak(_ talker: String, milliseconds: Int) {
+            room.say(talker, frequency: Self.tones[talker])
+            room.talk(milliseconds: milliseconds)
+            room.say(talker, frequency: nil)
+        }
+        speak("ann", milliseconds: 3_000)
+        speak("bob", milliseconds: 4_000)
+        let dominant = room.eventNames(["speaker.dominant"])
+        #expect(dominant.first == "speaker.dominant:ann")
+        #expect(dominant.last == "speaker.dominant:bob")
+        #expect(room.eventNames(["talking.stopped"]).contains("talking.stopped:ann"))
+    }
+
+    @Test func seededLossAndJitterOnTheWayInAreConcealed() throws {
+        let room = try talk(talkers: ["ann"], listeners: ["bob"], milliseconds: 4_000, seed: 42) { room in
+            room.network.links[room.peers["ann"]!.address] = .init(lossPercent: 5, delayMilliseconds: 10,
+                                                                  jitterMilliseconds: 30)
+        }
+        #expect(room.network.lost > 0)
+        let levels = try PeerEar.levels(heardBy: room.peers["bob"]!, at: [500], lastMilliseconds: 2_000)
+        #expect(levels[0] > -30)
+        let audio = try #require(room.snapshot("ann")?.audioStatistics)
+        #expect(audio["lost"]! + audio["concealedFrames"]! + audio["fecRecoveries"]! > 0)
+    }
+
+    @Test func aParticipantLeavingMidCallStopsItsMixAndRouting() throws {
+        let room = try talk(talkers: ["ann", "bob"], listeners: ["cid"], milliseconds: 1_500)
+        let before = try PeerEar.levels(heardBy: room.peers["cid"]!, at: [500])[0]
+        #expect(before > -30)
+        // Leave between ticks, with ann's packets still in flight toward the room.
+        for _ in 0..<3 {
+            if let packet = room.microphones["ann"]?.nextPacket(from: room.peers["ann"]!) {
+                room.send(packet, from: room.peers["ann"]!)
+            }
+        }
+        #expect(room.end("ann", cause: .hungUp))
+        #expect(!room.end("ann", cause: .hungUp))
+        room.peers["cid"]!.clearReceived()
+        room.microphones["ann"] = nil
+        room.talk(milliseconds: 1_500)
+        #expect(room.unrouted >= 3, "ann's late packets must find no route")
+        let levels = try PeerEar.levels(heardBy: room.peers["cid"]!, at: [500, 900])
+        #expect(levels[1] > -30)
+        // What is left at ann's frequency is the codec's noise around bob's tone.
+        #expect(levels[0] < before - 20, "ann still heard at \(levels[0]) dBFS (\(before) before leaving)")
+        let ann = SSRC(room.peers["ann"]!.audioSSRC)
+        let mix = room.peers["cid"]!.received[room.peers["cid"]!.answerSSRCs["0"]!] ?? []
+        #expect(mix.count > 60)
+        // The first packets were on the wire (5 ms) when ann left; none after them carries her.
+        #expect(!mix.dropFirst(2).contains { $0.csrcs.contains(ann) }, "ann still a contributing source after leaving")
+        #expect(room.eventNames(["participant.ended"]) == ["participant.ended:ann"])
+        #expect(room.core.activeCount == 2)
+    }
+}

@@ -1,0 +1,168 @@
+import AudioMixer
+import ChorusCore
+import ChorusTestSupport
+import DTLS
+import Foundation
+import Logging
+import RTP
+import Rooms
+import STUN
+
+/// A `RoomCore` with client peers on a simulated clock and network: what the `Room` actor and
+/// the media port do in production, done by the test in process and deterministically. The
+/// router is emulated as `DatagramRouter` works: STUN by the ufrag the core registered, other
+/// datagrams only from an address the core bound.
+final class SimulatedRoom {
+    static let server = TransportAddress(ipv4: "10.0.0.1", port: 3478)!
+    let core: RoomCore
+    var output = RoomOutput()
+    private(set) var now = MediaTime.seconds(1_000)
+    var network: SimulatedNetwork
+    private(set) var peers: [String: ClientPeer] = [:]
+    private(set) var callIds: [String: CallID] = [:]
+    private(set) var events: [RoomCoreEvent] = []
+    /// Each audio peer's microphone (silent until given a tone), sending while `talk` runs.
+    var microphones: [String: PeerMicrophone] = [:]
+    private var ufrags: [String: CallID] = [:]
+    private var bound: [TransportAddress: CallID] = [:]
+    /// Datagrams the emulated router dropped (no ufrag or address known).
+    private(set) var unrouted = 0
+    private var nextTickAt: MediaTime
+    private var nextPort: UInt16 = 40_000
+    private var seed: UInt64
+
+    init(settings: RoomSettings = .defaults, seed: UInt64 = 1) throws {
+        let key = RoomKey(application: ApplicationKey(randomBytes: Array(repeating: 7, count: 16)),
+                          room: try RoomID(validating: "simulated"))
+        let media = RoomCore.Media(dtls: try DTLSContext(certificate: DTLSCertificate()),
+                                   candidateAddress: "10.0.0.1", candidatePort: 3478)
+        core = RoomCore(key: key, settings: settings, media: media,
+                        wallClock: WallClock(reference: now, date: Date(timeIntervalSince1970: 1_800_000_000)),
+                        logger: Logger(label: "simulated-room"))
+        network = SimulatedNetwork(seed: seed)
+        nextTickAt = now.adding(milliseconds: 20)
+        self.seed = seed
+    }
+
+    /// Joins a peer with `fixture`'s offer, then lets ICE and DTLS complete.
+    @discardableResult
+    func join(_ name: String, fixture: String = "aiortc-audio-only.sdp") throws -> ClientPeer {
+        nextPort += 1
+        seed &+= 1
+        let peer = try ClientPeer(name: name, port: nextPort, fixture: fixture, seed: seed)
+        let callId = CallID(guid: ApplicationKey(randomBytes: Array(repeating: UInt8(nextPort & 0xFF), count: 16)).rawValue)
+        let request = JoinRequest(callId: callId, userId: try UserID(validating: name), displayName: nil,
+                                  offer: try peer.offer())
+        let answer = try core.join(request, now: now, into: &output)
+        carryOut()
+        try peer.accept(answer: answer.sdp)
+        peers[name] = peer
+        callIds[name] = callId
+        microphones[name] = try PeerMicrophone(frequency: nil)
+        if let check = peer.connectivityCheck() { network.send(check.datagram, from: peer.address, to: check.destination, now: now) }
+        run(milliseconds: 100)
+        return peer
+    }
+
+    /// Advances the clock `milliseconds` in 1 ms steps: arrivals are delivered, the room's
+    /// timer fires every 20 ms, and `each` runs at every tick time before the room's tick (the
+    /// peers' media senders).
+    func run(milliseconds: Int, each: ((MediaTime) -> Void)? = nil) {
+        for _ in 0..<milliseconds {
+            now = now.adding(milliseconds: 1)
+            deliverArrivals()
+            if now >= nextTickAt {
+                each?(now)
+                core.tick(now: now, into: &output)
+                carryOut()
+                for peer in peers.values {
+                    for transmit in peer.poll(now: now) { send(transmit, from: peer) }
+                }
+                nextTickAt = nextTickAt.adding(milliseconds: 20)
+            }
+        }
+    }
+
+    /// Runs `milliseconds` with every microphone sending a packet per tick.
+    func talk(milliseconds: Int) {
+        run(milliseconds: milliseconds) { _ in
+            for (name, peer) in self.peers {
+                guard let packet = self.microphones[name]?.nextPacket(from: peer) else { continue }
+                self.send(packet, from: peer)
+            }
+        }
+    }
+
+    /// Gives `name` a tone to say (nil: silence); its RTP stream continues.
+    func say(_ name: String, frequency: Double?) {
+        microphones[name]?.tone = frequency.map { TestTone(frequency: $0, amplitude: 0.3) }
+    }
+
+    func send(_ transmit: Transmit, from peer: ClientPeer) {
+        network.send(transmit.datagram, from: peer.address, to: transmit.destination, now: now)
+    }
+
+    private func deliverArrivals() {
+        for arrival in network.arrivals(by: now) {
+            if arrival.destination == Self.server {
+                deliverToServer(arrival.datagram, from: arrival.source)
+            } else if let peer = peers.values.first(where: { $0.address == arrival.destination }) {
+                for transmit in peer.receive(arrival.datagram, now: now) { send(transmit, from: peer) }
+            }
+        }
+    }
+
+    /// The media port's router, then the core.
+    private func deliverToServer(_ datagram: [UInt8], from source: TransportAddress) {
+        let callId: CallID?
+        if PacketClass(datagram) == .stun {
+            callId = STUNMessage.peekLocalUfragString(datagram).flatMap { ufrags[$0] }
+        } else {
+            callId = bound[source]
+        }
+        guard let callId else {
+            unrouted += 1
+            return
+        }
+        core.receive(datagram, from: source, callId: callId, now: now, into: &output)
+        carryOut()
+    }
+
+    /// Carries out the core's output as the `Room` shell does.
+    func carryOut() {
+        for transmit in output.transmits {
+            network.send(transmit.datagram, from: Self.server, to: transmit.destination, now: now)
+        }
+        for change in output.routing {
+            switch change {
+            case .register(let ufrag, let callId): ufrags[ufrag] = callId
+            case .bind(let address, let callId): bound[address] = callId
+            case .unregister(let ufrag, _): ufrags[ufrag] = nil
+            case .unbind(let address): bound[address] = nil
+            }
+        }
+        events += output.events
+        output.removeAll()
+    }
+
+    func end(_ name: String, cause: EndCause) -> Bool {
+        guard let callId = callIds[name] else { return false }
+        let ended = core.end(callId, cause: cause, now: now, into: &output)
+        carryOut()
+        return ended
+    }
+
+    func callId(_ name: String) -> CallID { callIds[name]! }
+
+    func snapshot(_ name: String) -> ParticipantSnapshot? { core.participant(callId(name)) }
+
+    /// Names of the events so far, with the participant's name for the ones about someone.
+    func eventNames(_ filter: Set<String>? = nil) -> [String] {
+        let names = Dictionary(uniqueKeysWithValues: callIds.map { ($0.value.rawValue, $0.key) })
+        return events.compactMap { event in
+            guard filter?.contains(event.name) ?? true else { return nil }
+            if case .string(let id)? = event.fields["callId"], let name = names[id] { return "\(event.name):\(name)" }
+            return event.name
+        }
+    }
+}
