@@ -1,0 +1,87 @@
+import ChorusCore
+import ChorusTestSupport
+import RTCP
+import RTP
+import Rooms
+import Testing
+
+/// The room's video policy through `RoomCore`, with aiortc-shaped peers (a VP8 camera, two
+/// receive-only slots with RTX) on a simulated clock.
+@Suite("RoomCore video on a simulated clock")
+struct RoomCoreVideoTests {
+    static let fixture = "aiortc-av-2slots.sdp"
+
+    /// ann publishes, bob watches; both cameras run `milliseconds`.
+    func publisherAndViewer(milliseconds: Int = 2_000) throws -> (SimulatedRoom, [String: PeerCamera]) {
+        let room = try SimulatedRoom()
+        try room.join("ann", fixture: Self.fixture)
+        try room.join("bob", fixture: "aiortc-audio-only.sdp")
+        try room.join("cid", fixture: Self.fixture)
+        var cameras = ["ann": PeerCamera()]
+        room.talkAndShow(milliseconds: milliseconds, cameras: &cameras)
+        return (room, cameras)
+    }
+
+    /// The VP8 frames `viewer` received in its first slot (mid 2).
+    func slotPackets(_ room: SimulatedRoom, _ viewer: String) -> [RTPPacket] {
+        let peer = room.peers[viewer]!
+        return peer.answerSSRCs["2"].flatMap { peer.received[$0] } ?? []
+    }
+
+    @Test func aSlotSwitchesOnTheRequestedKeyframe() throws {
+        let (room, cameras) = try publisherAndViewer()
+        let packets = slotPackets(room, "cid")
+        #expect(cameras["ann"]!.keyframesSent >= 1, "the room never asked ann for a keyframe")
+        #expect(packets.count > 30)
+        // Nothing before the keyframe: the first forwarded frame is one (VP8 header bit 0 clear).
+        let first = try #require(packets.first)
+        let descriptor = try VP8PayloadDescriptor(parsing: first.payload)
+        #expect(descriptor.isKeyFrame(payload: first.payload))
+        // Continuous sequence numbers on the slot, whatever the publisher's were.
+        let sequences = packets.map(\.header.sequenceNumber)
+        #expect(zip(sequences, sequences.dropFirst()).allSatisfy { $1 == $0 &+ 1 })
+        let slots = room.eventNames(["video.slots"])
+        #expect(slots.contains("video.slots:cid"))
+        #expect(room.snapshot("cid")?.videoStatistics["slotSwitches"] == 1)
+        // ann's own slots never show ann.
+        #expect(slotPackets(room, "ann").isEmpty)
+    }
+
+    @Test func aNACKIsAnsweredWithTheSamePacketOverRTX() throws {
+        let (room, cameras) = try publisherAndViewer()
+        let cid = room.peers["cid"]!
+        let slot = try #require(cid.answerSSRCs["2"])
+        let wanted = try #require(slotPackets(room, "cid").dropLast(3).last)
+        var compound: [UInt8] = []
+        try ReceiverReport(ssrc: SSRC(cid.audioSSRC), reportBlocks: RTCPItemList([])).serialize(into: &compound)
+        try GenericNACK(senderSSRC: SSRC(cid.audioSSRC), mediaSSRC: SSRC(slot),
+                        lostSequenceNumbers: [wanted.header.sequenceNumber]).serialize(into: &compound)
+        room.send(try #require(cid.rtcp(compound)), from: cid)
+        room.run(milliseconds: 40)
+        // RFC 4588: on the slot's RTX stream, the original sequence number, then the payload.
+        let retransmissions = cid.received.filter { $0.key != slot && $0.key != cid.answerSSRCs["0"] }.flatMap(\.value)
+        let rtx = try #require(retransmissions.first { $0.header.payloadType.rawValue == 98 })
+        let payload = Array(rtx.payload)
+        #expect(UInt16(payload[0]) << 8 | UInt16(payload[1]) == wanted.header.sequenceNumber)
+        #expect(Array(payload.dropFirst(2)) == Array(wanted.payload))
+        #expect(room.snapshot("cid")?.videoStatistics["nacksAnswered"] == 1)
+        _ = cameras
+    }
+
+    @Test func aViewersEstimateReachesThePublisherAsREMB() throws {
+        let (room, _) = try publisherAndViewer(milliseconds: 1_000)
+        let cid = room.peers["cid"]!
+        let slot = try #require(cid.answerSSRCs["2"])
+        var compound: [UInt8] = []
+        try ReceiverReport(ssrc: SSRC(cid.audioSSRC), reportBlocks: RTCPItemList([])).serialize(into: &compound)
+        try ReceiverEstimatedMaximumBitrate(senderSSRC: SSRC(cid.audioSSRC), bitrate: 450_000,
+                                            ssrcs: RTCPItemList([SSRC(slot)])).serialize(into: &compound)
+        room.send(try #require(cid.rtcp(compound)), from: cid)
+        var cameras = ["ann": PeerCamera()]
+        room.talkAndShow(milliseconds: 1_500, cameras: &cameras)
+        let estimates = room.peers["ann"]!.rtcpReceived.compactMap { packet -> UInt64? in
+            if case .receiverEstimatedMaximumBitrate(let remb) = packet { return remb.bitrate } else { return nil }
+        }
+        #expect(estimates.contains(450_000), "ann got \(estimates)")
+    }
+}
