@@ -19,8 +19,9 @@ public enum SRTPError: Error, Equatable, Sendable {
 
 /// The seam between the transport and an SRTP implementation: protect outgoing and unprotect
 /// incoming RTP and RTCP in place. One instance per participant connection, used only on its
-/// room's queue. Today's implementation is libsrtp2 (`LibSRTPTransform`); an OpenSSL-EVP one can
-/// replace it without touching the callers (Debian's libsrtp2 is slow at high session counts).
+/// room's queue. The media path uses `OpenSSLSRTPTransform` (RFC 3711/7714 over OpenSSL EVP);
+/// `LibSRTPTransform` (libsrtp2) is the reference it is tested against, kept off the media path
+/// because Debian's libsrtp2 runs on NSS and slows down with the number of live sessions.
 public protocol SRTPTransform: AnyObject {
     /// Encrypts and authenticates an RTP packet; the packet grows by the auth tag.
     func protectRTP(_ packet: inout [UInt8]) throws(SRTPError)

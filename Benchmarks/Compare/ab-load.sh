@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Two Chorus builds under the same `chorus load` scenarios, interleaved A, B, A, B… in one run
+# on this machine, each run against a fresh server: how a change moves the server's CPU per
+# participant-second, loss and latency, with the machine's drift spread over both.
+#
+#   Benchmarks/Compare/ab-load.sh BEFORE_BIN AFTER_BIN [ROUNDS]
+#
+# Scenarios: SCENARIOS (space-separated NAME:ROOMS:PARTICIPANTS:TALKERS[:SLOTS]), DURATION
+# seconds each. Results: $OUT/<label>-<scenario>-<round>/results.json and a table on stdout.
+set -euo pipefail
+A=${1:?before binary}; B=${2:?after binary}; ROUNDS=${3:-2}
+OUT=${OUT:-bench-output/ab}
+DURATION=${DURATION:-20}
+SCENARIOS=${SCENARIOS:-"meetings:50:10:1 video:3:5:1:2"}
+PORT=${PORT:-18091}
+mkdir -p "$OUT"
+
+run_one() {
+    local label=$1 bin=$2 spec=$3 round=$4 name rooms participants talkers slots
+    IFS=: read -r name rooms participants talkers slots <<<"$spec"
+    rm -f "$OUT/$label.sqlite"*
+    "$bin" serve --db "$OUT/$label.sqlite" --dev-app --http-host 127.0.0.1 --http-port "$PORT" \
+        --media-port 0 --rate-limit 0 --log-level warning >"$OUT/$label.log" 2>&1 &
+    local pid=$!
+    for _ in $(seq 1 100); do grep -q '^  secret:' "$OUT/$label.log" 2>/dev/null && break; sleep 0.1; done
+    local key secret
+    key=$(awk '/^  key:/ {print $2}' "$OUT/$label.log"); secret=$(awk '/^  secret:/ {print $2}' "$OUT/$label.log")
+    local args=(load --url "http://127.0.0.1:$PORT" --app-key "$key" --app-secret "$secret" --rooms "$rooms"
+        --participants "$participants" --talkers "$talkers" --duration "$DURATION" --ramp-up 200
+        --server-pid "$pid" --output "$OUT/$label-$name-$round" --quiet)
+    [[ -n $slots ]] && args+=(--video --slots "$slots")
+    "$B" "${args[@]}" >/dev/null || echo "($label $name round $round did not pass)" >&2
+    kill "$pid"; wait "$pid" 2>/dev/null || true
+}
+
+for round in $(seq 1 "$ROUNDS"); do
+    for spec in $SCENARIOS; do
+        run_one before "$A" "$spec" "$round"
+        run_one after "$B" "$spec" "$round"
+    done
+done
+
+python3 - "$OUT" <<'PY'
+import json, pathlib, sys
+out = pathlib.Path(sys.argv[1])
+print("| run | server CPU-ms per participant-s | loss % | mouth-to-ear p50 / p95 ms | passed |")
+print("|---|---|---|---|---|")
+for path in sorted(out.glob("*/results.json")):
+    r = json.loads(path.read_text())
+    cpu = r.get("serverCPUSecondsPerParticipantSecond")
+    m = r.get("mouthToEar") or {}
+    print(f"| {path.parent.name} | {cpu * 1000:.2f} | {r.get('audioLossPercent', 0):.2f} | "
+          f"{m.get('p50', float('nan')):.0f} / {m.get('p95', float('nan')):.0f} | {r.get('passed')} |"
+          if cpu is not None else f"| {path.parent.name} | n/a | | | {r.get('passed')} |")
+PY
