@@ -164,7 +164,7 @@ let package = Package(
             name: "FuzzEntryPoints",
             dependencies: [
                 "ChorusCore", "STUN", "ICELite", "RTP", "RTCP", "SDP", "SRTP", "DTLS", "PeerTransport", "MediaSocket",
-                "VideoForwarder",
+                "VideoForwarder", "Rooms",
             ],
             swiftSettings: strict
         ),
@@ -198,14 +198,14 @@ let package = Package(
         ),
         .testTarget(name: "FuzzReplayTests", dependencies: ["FuzzEntryPoints"]),
         .testTarget(name: "AudioMixerCodecTests", dependencies: ["AudioMixer", "ChorusCore", "COpus"]),
-        .testTarget(name: "AudioMixerTests", dependencies: ["AudioMixer", "ChorusCore", "RTP"]),
+        .testTarget(name: "AudioMixerTests", dependencies: ["AudioMixer", "ChorusCore", "RTP", "ChorusTestSupport"]),
         .testTarget(name: "VideoForwarderTests", dependencies: ["VideoForwarder", "ChorusCore", "RTP"]),
         .testTarget(name: "LoadGeneratorTests", dependencies: ["LoadGenerator", "RTP", "ICELite", "DTLS"],
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "SDPTests", dependencies: ["SDP", "ChorusCore"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "RTPTests", dependencies: ["RTP", "ChorusCore"]),
-        .testTarget(name: "RTCPTests", dependencies: ["RTCP", "ChorusCore"]),
-        .testTarget(name: "SRTPTests", dependencies: ["SRTP"]),
+        .testTarget(name: "RTPTests", dependencies: ["RTP", "ChorusCore", "ChorusTestSupport"]),
+        .testTarget(name: "RTCPTests", dependencies: ["RTCP", "ChorusCore", "ChorusTestSupport"]),
+        .testTarget(name: "SRTPTests", dependencies: ["SRTP", "ChorusCore"]),
         .testTarget(name: "DTLSTests", dependencies: ["DTLS", "SRTP", "ChorusCore"]),
         .testTarget(
             name: "RoomsTests",

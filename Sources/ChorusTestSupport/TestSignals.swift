@@ -47,3 +47,8 @@ public enum Spectrum {
         return 10 * log10(max(power, 1e-30) / Double(n * n))
     }
 }
+
+/// Every proper prefix of `bytes`, shortest first: what the malformed-input tests feed parsers.
+public func truncations(of bytes: [UInt8]) -> [[UInt8]] {
+    (0..<bytes.count).map { Array(bytes.prefix($0)) }
+}

@@ -1,6 +1,8 @@
 import ChorusCore
 import DTLS
 import ICELite
+import RTCP
+import Rooms
 import SDP
 
 /// An SDP offer as `Room.join` handles one: parse (from the request's `String`, and from bytes),
@@ -60,37 +62,24 @@ func exerciseAnswer(offer: SessionDescription, analysis: OfferAnalysis) {
     consume((analysis.remoteAudioSSRC, analysis.supportedFingerprints, analysis.rejectedSections,
              analysis.camera?.isAlsoSlot, analysis.camera?.primarySSRC, analysis.audio.answerDirection))
     for index in offer.media.indices { consume(analysis.slotIndex(ofMLine: index)) }
-    // The join refuses credentials that ICECredentials rejects and offers without a DTLS hash it
-    // knows; both are errors, not traps.
-    consume(try? ICECredentials(ufrag: analysis.iceUfrag, password: analysis.icePwd))
-    let fingerprints = analysis.supportedFingerprints.compactMap { fingerprint in
-        DTLSFingerprint.Algorithm(rawValue: fingerprint.hashFunction)
-            .map { DTLSFingerprint(algorithm: $0, digest: fingerprint.digest) }
-    }
-    consume(fingerprints)
-    var clockRates: [UInt8: UInt64] = [analysis.audio.opusPayloadType.rawValue: 48_000]
-    if let camera = analysis.camera {
-        clockRates[camera.codec.payloadType.rawValue] = UInt64(camera.codec.clockRate)
-        if let rtx = camera.codec.rtxPayloadType { clockRates[rtx.rawValue] = UInt64(camera.codec.clockRate) }
-    }
-    consume(clockRates)
-
-    let slots = analysis.slots.enumerated().map { index, slot in
-        OutgoingStream(ssrc: SSRC(UInt32(1000 + 2 * index)),
-                       rtxSSRC: slot.codec.rtxPayloadType == nil ? nil : SSRC(UInt32(1001 + 2 * index)),
-                       streamID: "chorus-slot\(index)", trackID: "slot\(index)")
-    }
-    let local = LocalParameters(
-        sessionID: 4_611_686_018_427_387_904, iceUfrag: FuzzICE.server.ufrag, icePwd: FuzzICE.server.password,
-        fingerprint: FuzzSDP.fingerprint, candidateAddress: "203.0.113.7", candidatePort: 40_000,
-        cname: "chorus-fuzz", audioStream: OutgoingStream(ssrc: SSRC(777), streamID: "chorus", trackID: "mix"),
-        slotStreams: slots)
-    let answerText: String
+    // The join's own derivation (credentials, fingerprints, SSRCs, clock rates, the answer):
+    // refusals are errors, never traps.
+    var generator = SplitMix64(seed: 7)
+    let plan: MediaPlan
     do {
-        answerText = try AnswerBuilder(analysis: analysis, local: local).buildText()
+        plan = try MediaPlan(
+            analysis: analysis, certificateFingerprint: FuzzSDP.fingerprint.digest, candidateAddress: "203.0.113.7",
+            candidatePort: 40_000, callId: FuzzSDP.callId, ntpReference: FuzzSDP.ntpReference, localICE: FuzzICE.server,
+            using: &generator)
     } catch {
-        fatalError("fuzz invariant failed: an accepted offer has no answer: \(error)")
+        switch error {
+        case .offerRejected(let code, _): consume(code)
+        default: fatalError("fuzz invariant failed: an accepted offer has no plan: \(error)")
+        }
+        return
     }
+    consume((plan.transport.clockRates, plan.transport.remoteFingerprints, plan.slotStreams.count))
+    let answerText = plan.answer
     let answer: SessionDescription
     do {
         answer = try SessionDescription(parsing: answerText)
@@ -105,4 +94,6 @@ func exerciseAnswer(offer: SessionDescription, analysis: OfferAnalysis) {
 
 enum FuzzSDP {
     static let fingerprint = CertificateFingerprint(hashFunction: "sha-256", digest: Array(0..<32))
+    static let callId = CallID(guid: "8f0c4c52-3a1e-4b7e-9d7e-2f6a1c0b9e11")
+    static let ntpReference = NTPClockReference(mediaTime: .seconds(100), ntp: NTPTimestamp(seconds: 3_900_000_000, fraction: 0))
 }

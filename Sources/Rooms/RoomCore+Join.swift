@@ -31,8 +31,12 @@ extension RoomCore {
         } catch {
             throw .offerRejected(code: error.code, message: error.message)
         }
-        let plan = try MediaPlan(analysis: analysis, media: media, callId: request.callId,
-                                 ntpReference: NTPClockReference(mediaTime: time, ntp: NTPTimestamp(date: wallClock.date(at: time))))
+        var random = SystemRandomNumberGenerator()
+        let plan = try MediaPlan(
+            analysis: analysis, certificateFingerprint: media.dtls.certificate.fingerprint,
+            candidateAddress: media.candidateAddress, candidatePort: media.candidatePort, callId: request.callId,
+            ntpReference: NTPClockReference(mediaTime: time, ntp: NTPTimestamp(date: wallClock.date(at: time))),
+            using: &random)
         let participant = try makeParticipant(request, analysis: analysis, plan: plan, dtls: media.dtls, now: time)
         return step(at: time, &output) {
             participants[request.callId] = participant
@@ -71,66 +75,5 @@ extension RoomCore {
             callId: request.callId, userId: request.userId, displayName: request.displayName,
             joinedAt: wallClock.date(at: now), transport: transport, ufrag: plan.transport.localICE.ufrag, audio: audio,
             video: ParticipantVideo(analysis: analysis, slotStreams: plan.slotStreams))
-    }
-}
-
-/// Everything a join derives from the offer: the transport's configuration and the answer.
-struct MediaPlan {
-    let transport: PeerTransportConfiguration
-    let answer: String
-    /// The server's stream on each video slot, in `analysis.slots` order.
-    let slotStreams: [OutgoingStream]
-
-    init(analysis: OfferAnalysis, media: RoomCore.Media, callId: CallID, ntpReference: NTPClockReference)
-        throws(JoinError)
-    {
-        let localICE = ICECredentials.random()
-        let remoteICE: ICECredentials
-        do {
-            remoteICE = try ICECredentials(ufrag: analysis.iceUfrag, password: analysis.icePwd)
-        } catch {
-            throw .offerRejected(code: "invalidIceCredentials", message: "the offer's ICE ufrag or password is invalid")
-        }
-        let fingerprints = analysis.supportedFingerprints.compactMap { fingerprint in
-            DTLSFingerprint.Algorithm(rawValue: fingerprint.hashFunction)
-                .map { DTLSFingerprint(algorithm: $0, digest: fingerprint.digest) }
-        }
-        guard !fingerprints.isEmpty else {
-            throw .offerRejected(code: "unsupportedFingerprint", message: "no fingerprint with a supported hash")
-        }
-        let role: DTLSRole = analysis.localSetup == .active ? .client : .server
-        var ssrcs = Set<UInt32>()
-        func newSSRC() -> SSRC {
-            while true {
-                let value = UInt32.random(in: 1...UInt32.max)
-                if ssrcs.insert(value).inserted { return SSRC(value) }
-            }
-        }
-        let cname = "chorus-" + String(callId.rawValue.prefix(8))
-        let audio = OutgoingStream(ssrc: newSSRC(), streamID: "chorus", trackID: "mix")
-        let slots = analysis.slots.enumerated().map { index, slot in
-            OutgoingStream(ssrc: newSSRC(), rtxSSRC: slot.codec.rtxPayloadType == nil ? nil : newSSRC(),
-                           streamID: "chorus-slot\(index)", trackID: "slot\(index)")
-        }
-        slotStreams = slots
-        var clockRates: [UInt8: UInt64] = [analysis.audio.opusPayloadType.rawValue: 48_000]
-        if let camera = analysis.camera {
-            clockRates[camera.codec.payloadType.rawValue] = UInt64(camera.codec.clockRate)
-            if let rtx = camera.codec.rtxPayloadType { clockRates[rtx.rawValue] = UInt64(camera.codec.clockRate) }
-        }
-        transport = PeerTransportConfiguration(
-            localICE: localICE, remoteICE: remoteICE, dtlsRole: role, remoteFingerprints: fingerprints,
-            rtcpSSRC: audio.ssrc, cname: cname, clockRates: clockRates,
-            ntpReference: ntpReference)
-        let local = LocalParameters(
-            sessionID: UInt64.random(in: 1...UInt64(Int64.max)), iceUfrag: localICE.ufrag, icePwd: localICE.password,
-            fingerprint: CertificateFingerprint(hashFunction: "sha-256", digest: media.dtls.certificate.fingerprint),
-            candidateAddress: media.candidateAddress, candidatePort: media.candidatePort, cname: cname,
-            audioStream: audio, slotStreams: slots)
-        do {
-            answer = try AnswerBuilder(analysis: analysis, local: local).buildText()
-        } catch {
-            throw .internalFailure("answer: \(error)")
-        }
     }
 }

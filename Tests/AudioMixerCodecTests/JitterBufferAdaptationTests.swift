@@ -62,7 +62,7 @@ struct JitterBufferAdaptationTests {
     @Test("the target delay grows under jitter and shrinks back when it stops", arguments: [false, true])
     func targetFollowsJitter(quiet: Bool) {
         let sender = SimulatedSender()
-        var generator = SeededGenerator(seed: 42)
+        var generator = SplitMix64(seed: 42)
         // 10 s calm, 20 s of 0…80 ms random extra delay, then 90 s calm.
         let jitter = (0..<6_000).map { index in
             (500..<1_500).contains(index) ? UInt64.random(in: 0...80_000_000, using: &generator) : 0
@@ -94,7 +94,7 @@ struct JitterBufferAdaptationTests {
 
     @Test("hostile input never traps and never grows the buffer beyond its capacity")
     func hostileInput() {
-        var generator = SeededGenerator(seed: 1)
+        var generator = SplitMix64(seed: 1)
         var buffer = AdaptiveJitterBuffer()
         var now: UInt64 = 5_000_000_000
         for round in 0..<50_000 {

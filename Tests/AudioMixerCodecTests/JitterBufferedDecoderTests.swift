@@ -86,7 +86,7 @@ struct JitterBufferedDecoderTests {
     @Test("DTX pauses become comfort noise near the sender's background level, when asked")
     func comfortNoiseDuringDTX() throws {
         let encoder = try OpusEncoder(bitrate: 32_000, dtx: true)
-        var generator = SeededGenerator(seed: 7)
+        var generator = SplitMix64(seed: 7)
         var input: [[Int16]] = []
         for index in 0..<200 {
             if index < 50 {

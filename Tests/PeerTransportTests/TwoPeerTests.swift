@@ -9,18 +9,6 @@ import SRTP
 import STUN
 import Testing
 
-/// A deterministic generator for seeded loss and reordering.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// Our own client-role ICE, DTLS and SRTP against the server's PeerTransport, in process, on a
 /// simulated clock (OpenSSL keeps its own retransmission clock; the handshake here is lossless).
 struct TwoPeerHarness {
@@ -118,7 +106,7 @@ struct TwoPeerTests {
         var harness = try TwoPeerHarness()
         _ = try harness.connect()
         let clientSRTP = try #require(harness.clientSRTP)
-        var generator = SplitMix(state: 7)
+        var generator = SplitMix64(seed: 7)
         var packets: [[UInt8]] = []
         var dropped = 0
         for sequence in UInt16(65_500)...UInt16(65_535) {

@@ -43,7 +43,7 @@ struct GenericNACKTests {
     }
 
     @Test func roundTripsManyLosses() throws {
-        var generator = SeededGenerator(seed: 4585)
+        var generator = SplitMix64(seed: 4585)
         var lost: [UInt16] = []
         var current: UInt16 = 65_000
         for _ in 0..<500 {

@@ -1,4 +1,5 @@
 import ChorusCore
+import ChorusTestSupport
 import RTCP
 import Testing
 
@@ -96,7 +97,7 @@ struct RTCPMalformedInputTests {
     }
 
     @Test func bitFlipsOfValidPackets() {
-        var generator = SeededGenerator(seed: 0x3550)
+        var generator = SplitMix64(seed: 0x3550)
         for vector in RTCPVectors.all {
             for _ in 0..<2_000 {
                 var bytes = vector
@@ -110,7 +111,7 @@ struct RTCPMalformedInputTests {
     }
 
     @Test func randomBytes() {
-        var generator = SeededGenerator(seed: 0xFEED_BEEF)
+        var generator = SplitMix64(seed: 0xFEED_BEEF)
         let types: [UInt8] = [200, 201, 202, 203, 204, 205, 206, 207]
         for _ in 0..<20_000 {
             let words = Int.random(in: 1...12, using: &generator)
@@ -127,7 +128,7 @@ struct RTCPMalformedInputTests {
     }
 
     @Test func randomTransportFeedbackBodies() {
-        var generator = SeededGenerator(seed: 0x7CC)
+        var generator = SplitMix64(seed: 0x7CC)
         for _ in 0..<10_000 {
             let words = Int.random(in: 4...20, using: &generator)
             var bytes = generator.bytes(count: 4 * words)

@@ -1,4 +1,5 @@
 import ChorusCore
+import ChorusTestSupport
 import RTP
 import Testing
 
@@ -80,7 +81,7 @@ struct RTPMalformedInputTests {
     }
 
     @Test func bitFlipsOfValidPackets() {
-        var generator = SeededGenerator(seed: 0xB17F_11B5)
+        var generator = SplitMix64(seed: 0xB17F_11B5)
         for vector in RTPVectors.all + [RTPVectors.minimal.prefix(12) + VP8Vectors.longPictureIDAllFields] {
             for _ in 0..<2_000 {
                 var bytes = vector
@@ -94,7 +95,7 @@ struct RTPMalformedInputTests {
     }
 
     @Test func randomBytes() {
-        var generator = SeededGenerator(seed: 0x00C0_FFEE)
+        var generator = SplitMix64(seed: 0x00C0_FFEE)
         var parsed = 0
         for _ in 0..<20_000 {
             var bytes = generator.bytes(count: Int.random(in: 0...80, using: &generator))
@@ -109,7 +110,7 @@ struct RTPMalformedInputTests {
     }
 
     @Test func randomExtensionBlocks() {
-        var generator = SeededGenerator(seed: 8285)
+        var generator = SplitMix64(seed: 8285)
         for profile: UInt16 in [0xBEDE, 0x1000, 0x100F] {
             for _ in 0..<5_000 {
                 let words = Int.random(in: 0...6, using: &generator)

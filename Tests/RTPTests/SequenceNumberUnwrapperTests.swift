@@ -53,7 +53,7 @@ struct SequenceNumberUnwrapperTests {
     }
 
     @Test func randomReorderingMatchesTheTruth() {
-        var generator = SeededGenerator(seed: 0x5EED)
+        var generator = SplitMix64(seed: 0x5EED)
         var unwrapper = SequenceNumberUnwrapper()
         let start: UInt64 = 65_536 + 65_000
         var truth: [UInt64] = Array(start..<(start + 300_000))

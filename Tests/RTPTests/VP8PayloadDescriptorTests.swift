@@ -1,3 +1,4 @@
+import ChorusTestSupport
 import RTP
 import Testing
 

@@ -79,19 +79,4 @@ func localParameters(for analysis: OfferAnalysis, address: String = "203.0.113.7
         slotStreams: slots)
 }
 
-/// A deterministic SplitMix64 generator, so robustness inputs are the same on every run.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 func pt(_ value: UInt8) -> PayloadType { PayloadType(masking: value) }

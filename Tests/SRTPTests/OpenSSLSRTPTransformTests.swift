@@ -1,22 +1,11 @@
 @testable import SRTP
+import ChorusCore
 import Testing
 
 // The OpenSSL transform is checked two ways: against published vectors (RFC 3711 Appendix B,
 // RFC 7714 §16–17, transcribed here, not computed), and packet for packet against
 // LibSRTPTransform, which Chorus runs today: same keys, same packets, same bytes out, same
 // errors. `hex` comes from SRTPTests.swift.
-
-/// Deterministic generator so every randomized run is reproducible (SplitMix64).
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// What one call did: the bytes it left, or the error it threw and the bytes it left.
 enum Outcome: Equatable, CustomStringConvertible {
@@ -483,7 +472,7 @@ struct OpenSSLSRTPInteropTests {
 
     @Test(arguments: SRTPProtectionProfile.allCases)
     func randomizedTrafficAgreesWithLibSRTP(_ profile: SRTPProtectionProfile) throws {
-        var random = SplitMix64(state: profile == .aeadAES128GCM ? 7 : 11)
+        var random = SplitMix64(seed: profile == .aeadAES128GCM ? 7 : 11)
         func roll(_ range: ClosedRange<Int>) -> Int { Int.random(in: range, using: &random) }
         let call = try Call(profile, seed: 3)
         let ssrcs: [UInt32] = (0..<6).map { _ in UInt32.random(in: 0...UInt32.max, using: &random) }

@@ -1,3 +1,4 @@
+import ChorusCore
 import RTP
 import Testing
 import VideoForwarder
@@ -107,7 +108,7 @@ struct KeyframeDetectorTests {
     /// Random payloads never trap, for either codec; with a NAL type other than 5, 7, 24 or 28
     /// in the first byte they are never H.264 key frames.
     @Test func randomPayloadsNeverTrap() {
-        var generator = SeededGenerator(seed: 0x5EED_F00D)
+        var generator = SplitMix64(seed: 0x5EED_F00D)
         var h264Keyframes = 0
         for round in 0..<5_000 {
             let count = Int.random(in: 0...24, using: &generator)

@@ -1,35 +1,11 @@
 import AudioMixer
 import ChorusCore
+import ChorusTestSupport
 import Foundation
 
-/// Deterministic test signals at 48 kHz: phase-continuous tones cut into 960-sample frames, and
-/// low-level noise standing in for comfort noise.
-struct MixerTestTone {
-    let frequency: Double
-    /// Peak amplitude, full scale 1.0.
-    let amplitude: Double
-    private var phase: Double = 0
-
-    init(frequency: Double, amplitude: Double) {
-        self.frequency = frequency
-        self.amplitude = amplitude
-    }
-
-    mutating func nextFrame() -> [Int16] {
-        var frame = [Int16](repeating: 0, count: AudioMixerCore.frameLength)
-        let step = 2 * Double.pi * frequency / 48_000
-        for index in frame.indices {
-            frame[index] = Int16((amplitude * 32767 * sin(phase)).rounded())
-            phase += step
-        }
-        phase = phase.truncatingRemainder(dividingBy: 2 * Double.pi)
-        return frame
-    }
-
-    mutating func nextFloatFrame() -> [Float] {
-        nextFrame().map { Float($0) / 32768 }
-    }
-}
+/// The shared test tone and spectrum measure (`ChorusTestSupport`) under this suite's names.
+typealias MixerTestTone = TestTone
+typealias MixerTestSpectrum = Spectrum
 
 /// Uniform noise from a fixed-seed LCG, at a given RMS level.
 struct MixerTestNoise {
@@ -49,25 +25,6 @@ struct MixerTestNoise {
             let unit = Double(state >> 11) / Double(1 << 53) * 2 - 1
             return Int16(max(-32767, min(32767, (unit * amplitude).rounded())))
         }
-    }
-}
-
-/// Spectral measurements for the tests.
-enum MixerTestSpectrum {
-    /// Power of `frequency` in `samples` (Goertzel over a Hann window), in dB relative to full
-    /// scale; a silent signal gives a very low finite number.
-    static func powerDB(of samples: [Int16], at frequency: Double, sampleRate: Double = 48_000) -> Double {
-        let n = samples.count
-        let coefficient = 2 * cos(2 * Double.pi * frequency / sampleRate)
-        var s1 = 0.0, s2 = 0.0
-        for (index, sample) in samples.enumerated() {
-            let window = 0.5 - 0.5 * cos(2 * Double.pi * Double(index) / Double(n - 1))
-            let s0 = window * Double(sample) / 32768 + coefficient * s1 - s2
-            s2 = s1
-            s1 = s0
-        }
-        let power = s1 * s1 + s2 * s2 - coefficient * s1 * s2
-        return 10 * log10(max(power, 1e-30) / Double(n * n))
     }
 }
 

@@ -1,0 +1,26 @@
+/// A deterministic generator (SplitMix64, Steele/Lea/Flood 2014): the same seed gives the same
+/// sequence on every machine. For what must be reproducible — the tests' seeded loss,
+/// reordering, jitter and noise, the fuzz harnesses' fixed inputs — never for secrets (those
+/// come from OpenSSL's DRBG).
+public struct SplitMix64: RandomNumberGenerator, Sendable {
+    public var state: UInt64
+
+    public init(seed: UInt64) {
+        state = seed
+    }
+
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+extension SplitMix64 {
+    /// `count` bytes from the sequence.
+    public mutating func bytes(count: Int) -> [UInt8] {
+        (0..<count).map { _ in UInt8.random(in: 0...255, using: &self) }
+    }
+}

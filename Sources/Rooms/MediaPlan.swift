@@ -1,0 +1,79 @@
+import ChorusCore
+import DTLS
+import ICELite
+import PeerTransport
+import RTCP
+import SDP
+
+/// Everything a join derives from an accepted offer: the transport's configuration (ICE
+/// credentials, DTLS role and the peer's fingerprints, SSRCs, clock rates) and the answer. A
+/// pure value: the join uses it with fresh credentials and the system generator, the SDP fuzz
+/// harness with fixed ones, so both run the same code.
+public struct MediaPlan {
+    public let transport: PeerTransportConfiguration
+    public let answer: String
+    /// The server's stream on each video slot, in `analysis.slots` order.
+    public let slotStreams: [OutgoingStream]
+
+    /// `localICE` defaults to fresh credentials from OpenSSL's DRBG; SSRCs and the session ID
+    /// come from `generator`.
+    public init(
+        analysis: OfferAnalysis, certificateFingerprint: [UInt8], candidateAddress: String, candidatePort: UInt16,
+        callId: CallID, ntpReference: NTPClockReference, localICE: ICECredentials = .random(),
+        using generator: inout some RandomNumberGenerator
+    ) throws(JoinError) {
+        let remoteICE: ICECredentials
+        do {
+            remoteICE = try ICECredentials(ufrag: analysis.iceUfrag, password: analysis.icePwd)
+        } catch {
+            throw .offerRejected(code: "invalidIceCredentials", message: "the offer's ICE ufrag or password is invalid")
+        }
+        let fingerprints = analysis.supportedFingerprints.compactMap { fingerprint in
+            DTLSFingerprint.Algorithm(rawValue: fingerprint.hashFunction)
+                .map { DTLSFingerprint(algorithm: $0, digest: fingerprint.digest) }
+        }
+        guard !fingerprints.isEmpty else {
+            throw .offerRejected(code: "unsupportedFingerprint", message: "no fingerprint with a supported hash")
+        }
+        let role: DTLSRole = analysis.localSetup == .active ? .client : .server
+        var ssrcs = Set<UInt32>()
+        func newSSRC() -> SSRC {
+            while true {
+                let value = UInt32.random(in: 1...UInt32.max, using: &generator)
+                if ssrcs.insert(value).inserted { return SSRC(value) }
+            }
+        }
+        let cname = "chorus-" + String(callId.rawValue.prefix(8))
+        let audio = OutgoingStream(ssrc: newSSRC(), streamID: "chorus", trackID: "mix")
+        let slots = analysis.slots.enumerated().map { index, slot in
+            OutgoingStream(ssrc: newSSRC(), rtxSSRC: slot.codec.rtxPayloadType == nil ? nil : newSSRC(),
+                           streamID: "chorus-slot\(index)", trackID: "slot\(index)")
+        }
+        slotStreams = slots
+        transport = PeerTransportConfiguration(
+            localICE: localICE, remoteICE: remoteICE, dtlsRole: role, remoteFingerprints: fingerprints,
+            rtcpSSRC: audio.ssrc, cname: cname, clockRates: Self.clockRates(analysis), ntpReference: ntpReference)
+        let local = LocalParameters(
+            sessionID: UInt64.random(in: 1...UInt64(Int64.max), using: &generator), iceUfrag: localICE.ufrag,
+            icePwd: localICE.password,
+            fingerprint: CertificateFingerprint(hashFunction: "sha-256", digest: certificateFingerprint),
+            candidateAddress: candidateAddress, candidatePort: candidatePort, cname: cname,
+            audioStream: audio, slotStreams: slots)
+        do {
+            answer = try AnswerBuilder(analysis: analysis, local: local).buildText()
+        } catch {
+            throw .internalFailure("answer: \(error)")
+        }
+    }
+
+    /// RTP clock rate of each payload type the peer sends: 48 kHz Opus, the camera's (and its
+    /// RTX's) rate.
+    static func clockRates(_ analysis: OfferAnalysis) -> [UInt8: UInt64] {
+        var clockRates: [UInt8: UInt64] = [analysis.audio.opusPayloadType.rawValue: 48_000]
+        if let camera = analysis.camera {
+            clockRates[camera.codec.payloadType.rawValue] = UInt64(camera.codec.clockRate)
+            if let rtx = camera.codec.rtxPayloadType { clockRates[rtx.rawValue] = UInt64(camera.codec.clockRate) }
+        }
+        return clockRates
+    }
+}
