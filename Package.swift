@@ -93,7 +93,7 @@ let package = Package(
         .target(
             name: "LoadGenerator",
             dependencies: [
-                "ChorusCore", "Auth", "ICELite", "STUN", "DTLS", "SRTP", "AudioMixer", "RTCP", "CVPX",
+                "ChorusCore", "Auth", "ICELite", "STUN", "DTLS", "SRTP", "AudioMixer", "RTP", "RTCP", "CVPX",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],

@@ -1,5 +1,6 @@
 import ChorusCore
 import RTCP
+import RTP
 
 /// The RTP state of a simulated camera: which frame of the pre-encoded loop goes next, when,
 /// and the sequence number, timestamp and VP8 picture ID that keep counting across loops.
@@ -38,18 +39,17 @@ extension LoadParticipant {
         guard let srtp else { return }
         for (index, chunk) in frame.chunks.enumerated() {
             let last = index == frame.chunks.count - 1
+            let header = RTPHeaderFields(
+                marker: last, payloadType: PayloadType(masking: LoadSDP.vp8PayloadType),
+                sequenceNumber: videoSender.sequenceNumber, timestamp: videoSender.timestamp, ssrc: SSRC(videoSSRC))
             var packet: [UInt8] = []
             packet.reserveCapacity(12 + 4 + chunk.count + 16)
-            packet.appendWriting(count: 16) { writer in
-                writer.put(0x80)
-                writer.put((last ? 0x80 : 0) | LoadSDP.vp8PayloadType)
-                writer.put16(videoSender.sequenceNumber)
-                writer.put32(videoSender.timestamp)
-                writer.put32(videoSSRC)
-                writer.put32(LoadVideo.descriptorWord(pictureID: videoSender.pictureID, startOfFrame: index == 0))
-            }
-            packet += chunk
             do {
+                try header.serialize(into: &packet)
+                packet.appendWriting(count: 4) { writer in
+                    writer.put32(LoadVideo.descriptorWord(pictureID: videoSender.pictureID, startOfFrame: index == 0))
+                }
+                packet += chunk
                 try srtp.protectRTP(&packet)
                 send(packet)
             } catch {

@@ -2,6 +2,7 @@ import AudioMixer
 import ChorusCore
 import DTLS
 import ICELite
+import RTP
 import SRTP
 import STUN
 
@@ -89,6 +90,13 @@ final class LoadParticipant: @unchecked Sendable {
     private var nextFrameAt: MediaTime?
     private var sequenceNumber = UInt16.random(in: 0...UInt16.max)
     private var timestamp = UInt32.random(in: 0...UInt32.max)
+    /// The audio header, kept between packets so that only its values change: with the typed
+    /// level element inline, serializing it allocates nothing (`RTPHeaderFields`).
+    private lazy var audioHeader = RTPHeaderFields(
+        payloadType: PayloadType(masking: LoadSDP.opusPayloadType), sequenceNumber: 0, timestamp: 0,
+        ssrc: SSRC(audioSSRC),
+        extensions: [RTPHeaderExtensionElement(id: LoadSDP.audioLevelExtensionID,
+                                               value: .audioLevel(AudioLevelIndication(voiceActivity: false, level: 127)))])
     /// Audio streams received (the mix), by SSRC.
     private(set) var streams: [UInt32: ReceivedStream] = [:]
     /// Video state (`LoadParticipant+Video`): the next camera frame, its due time and RTP state.
@@ -214,23 +222,16 @@ final class LoadParticipant: @unchecked Sendable {
             return
         }
         if isBurstTalker, audio.burstStarts.contains(index) { timeline.burstSent(at: now) }
+        audioHeader.marker = frameIndex == 0
+        audioHeader.sequenceNumber = sequenceNumber
+        audioHeader.timestamp = timestamp
+        // The RFC 6464 level, V bit clear (as aiortc sends it).
+        audioHeader.extensions[0].value = .audioLevel(AudioLevelIndication(voiceActivity: false, level: audio.levels[index]))
         var packet: [UInt8] = []
         packet.reserveCapacity(20 + audio.frames[index].count + 16)
-        packet.appendWriting(count: 20) { writer in
-            writer.put(0x90)  // V=2, one header extension
-            writer.put((frameIndex == 0 ? 0x80 : 0) | LoadSDP.opusPayloadType)
-            writer.put16(sequenceNumber)
-            writer.put32(timestamp)
-            writer.put32(audioSSRC)
-            // RFC 8285 one-byte header extension: the RFC 6464 level (V bit clear, as aiortc).
-            writer.put16(0xBEDE)
-            writer.put16(1)
-            writer.put(LoadSDP.audioLevelExtensionID << 4)
-            writer.put(audio.levels[index])
-            writer.put16(0)
-        }
-        packet += audio.frames[index]
         do {
+            try audioHeader.serialize(into: &packet)
+            packet += audio.frames[index]
             try srtp.protectRTP(&packet)
             send(packet)
         } catch {
@@ -246,12 +247,15 @@ final class LoadParticipant: @unchecked Sendable {
 
     /// One datagram from the server (RFC 7983 demultiplexing by the first byte).
     func receive(_ datagram: [UInt8], now: MediaTime) {
-        guard let first = datagram.first else { return }
-        switch first {
-        case 0...3: receiveSTUN(datagram, now: now)
-        case 20...63: if let dtls { handle(dtls.handle(datagram, now: now), now: now) }
-        case 128...191: receiveSRTP(datagram, now: now)
-        default: break
+        switch PacketClass(datagram) {
+        case .stun: receiveSTUN(datagram, now: now)
+        case .dtls: if let dtls { handle(dtls.handle(datagram, now: now), now: now) }
+        case .rtp: receiveSRTP(datagram, now: now)
+        case .rtcp:
+            // Reports about our streams; only keyframe requests matter to a pre-encoded camera.
+            var packet = datagram
+            if let srtp, (try? srtp.unprotectRTCP(&packet)) != nil { receiveRTCP(packet) }
+        case .unknown: break
         }
     }
 
@@ -292,32 +296,25 @@ final class LoadParticipant: @unchecked Sendable {
     }
 
     private func receiveSRTP(_ datagram: [UInt8], now: MediaTime) {
-        guard let srtp, datagram.count >= 12 else { return }
+        guard let srtp else { return }
         var packet = datagram
-        if (192...223).contains(packet[1]) {
-            // Reports about our streams; only keyframe requests matter to a pre-encoded camera.
-            if (try? srtp.unprotectRTCP(&packet)) != nil { receiveRTCP(packet) }
+        guard (try? srtp.unprotectRTP(&packet)) != nil, let rtp = try? RTPPacket(parsing: packet) else { return }
+        let header = rtp.header
+        if header.payloadType.rawValue == videoPayloadType {
+            videoStreams[header.ssrc.rawValue, default: ReceivedStream(clockRate: 90_000)]
+                .received(sequenceNumber: header.sequenceNumber, timestamp: header.timestamp, arrival: now)
+            if header.marker { videoFramesReceived += 1 }
             return
         }
-        guard (try? srtp.unprotectRTP(&packet)) != nil else { return }
-        let sequence = UInt16(packet[2]) << 8 | UInt16(packet[3])
-        let timestamp = UInt32(packet[4]) << 24 | UInt32(packet[5]) << 16 | UInt32(packet[6]) << 8 | UInt32(packet[7])
-        let ssrc = UInt32(packet[8]) << 24 | UInt32(packet[9]) << 16 | UInt32(packet[10]) << 8 | UInt32(packet[11])
-        if packet[1] & 0x7F == videoPayloadType {
-            videoStreams[ssrc, default: ReceivedStream(clockRate: 90_000)]
-                .received(sequenceNumber: sequence, timestamp: timestamp, arrival: now)
-            if packet[1] & 0x80 != 0 { videoFramesReceived += 1 }
-            return
-        }
-        streams[ssrc, default: ReceivedStream(clockRate: 48_000)]
-            .received(sequenceNumber: sequence, timestamp: timestamp, arrival: now)
-        if probe != nil { decodeProbe(packet, now: now) }
+        streams[header.ssrc.rawValue, default: ReceivedStream(clockRate: 48_000)]
+            .received(sequenceNumber: header.sequenceNumber, timestamp: header.timestamp, arrival: now)
+        if probe != nil { decodeProbe(rtp.payload, now: now) }
     }
 
     /// Decodes the mix and times the burst onsets (a probe listener only).
-    private func decodeProbe(_ packet: [UInt8], now: MediaTime) {
-        guard let probe, let payload = Self.payload(of: packet) else { return }
-        let samples = packet[payload].withUnsafeBufferPointer { input in
+    private func decodeProbe(_ payload: ArraySlice<UInt8>, now: MediaTime) {
+        guard let probe, !payload.isEmpty else { return }
+        let samples = payload.withUnsafeBufferPointer { input in
             pcm.withUnsafeMutableBufferPointer { output in (try? probe.decode(input, into: output)) ?? 0 }
         }
         guard samples > 0 else { return }
@@ -330,19 +327,6 @@ final class LoadParticipant: @unchecked Sendable {
             latencies.append((now, Double(now.nanoseconds(since: sent)) / 1e6))
         }
         lastBurstFrameAt = now
-    }
-
-    /// The payload range of a plain RTP packet (after CSRCs and header extensions).
-    static func payload(of packet: [UInt8]) -> Range<Int>? {
-        var offset = 12 + 4 * Int(packet[0] & 0x0F)
-        if packet[0] & 0x10 != 0 {
-            guard packet.count >= offset + 4 else { return nil }
-            offset += 4 + 4 * (Int(packet[offset + 2]) << 8 | Int(packet[offset + 3]))
-        }
-        var end = packet.count
-        if packet[0] & 0x20 != 0, let padding = packet.last { end -= Int(padding) }
-        guard offset < end else { return nil }
-        return offset..<end
     }
 
 }
