@@ -69,7 +69,7 @@ let package = Package(
         .target(name: "RTCP", dependencies: ["ChorusCore"], swiftSettings: strict),
 
         // SRTP/SRTCP behind a small seam: OpenSSL EVP in the media path, libsrtp2 as the reference.
-        .target(name: "SRTP", dependencies: ["CSRTP", "COpenSSL"], swiftSettings: strict),
+        .target(name: "SRTP", dependencies: ["ChorusCore", "CSRTP", "COpenSSL"], swiftSettings: strict),
 
         // DTLS 1.2 handshake with OpenSSL over memory (one datagram per record flight), sans-IO.
         .target(name: "DTLS", dependencies: ["ChorusCore", "COpenSSL", "SRTP"], swiftSettings: strict),

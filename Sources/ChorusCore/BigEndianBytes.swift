@@ -1,6 +1,7 @@
-// Big-endian reads from byte slices and checked writes into raw buffers, shared by the wire
-// targets (RTP, RTCP). Every read takes an
-// offset relative to the slice's start; callers check lengths before reading, and Swift's own
+// Big-endian reads from byte arrays and slices, appends to arrays, and checked writes into raw
+// buffers: the one set every target uses (RTP, RTCP, SRTP, the mixer's RTP writer, the
+// forwarder, the fuzz harnesses). Every slice read takes an offset relative to the slice's
+// start, every array read an absolute one; callers check lengths before reading, and Swift's own
 // bounds checks back that up, so a parser bug shows up as a test failure, never as a wild read.
 
 extension ArraySlice where Element == UInt8 {
@@ -91,5 +92,31 @@ extension Array where Element == UInt8 {
             body(&writer)
             precondition(writer.offset == count, "serializer wrote \(writer.offset) of \(count) bytes")
         }
+    }
+}
+
+extension Array where Element == UInt8 {
+    @inlinable
+    public func uint16(at offset: Int) -> UInt16 {
+        UInt16(self[offset]) << 8 | UInt16(self[offset + 1])
+    }
+
+    @inlinable
+    public func uint32(at offset: Int) -> UInt32 {
+        UInt32(uint16(at: offset)) << 16 | UInt32(uint16(at: offset + 2))
+    }
+
+    /// Appends `value` in network byte order.
+    @inlinable
+    public mutating func append16(_ value: UInt16) {
+        append(UInt8(truncatingIfNeeded: value >> 8))
+        append(UInt8(truncatingIfNeeded: value))
+    }
+
+    /// Appends `value` in network byte order.
+    @inlinable
+    public mutating func append32(_ value: UInt32) {
+        append16(UInt16(truncatingIfNeeded: value >> 16))
+        append16(UInt16(truncatingIfNeeded: value))
     }
 }

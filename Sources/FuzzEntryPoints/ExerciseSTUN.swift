@@ -99,7 +99,7 @@ func exerciseSTUNMessage(_ bytes: [UInt8]) {
 /// the message. nil for inputs shorter than 14 bytes.
 func signedRequest(from bytes: [UInt8]) -> [UInt8]? {
     guard bytes.count >= 14 else { return nil }
-    let rawType = UInt16(bytes[0]) << 8 | UInt16(bytes[1])
+    let rawType = bytes.uint16(at: 0)
     let type = STUNMessageType(rawValue: rawType & 0x3FFF) ?? STUNMessageType(rawValue: 0x0001)!
     var high: UInt32 = 0
     var low: UInt64 = 0
@@ -110,7 +110,7 @@ func signedRequest(from bytes: [UInt8]) -> [UInt8]? {
     var offset = 14
     var attributes = 0
     while offset + 3 <= bytes.count, attributes < 64 {
-        let attributeType = STUNAttributeType(rawValue: UInt16(bytes[offset]) << 8 | UInt16(bytes[offset + 1]))
+        let attributeType = STUNAttributeType(rawValue: bytes.uint16(at: offset))
         let length = Int(bytes[offset + 2])
         let start = offset + 3
         let end = min(start + length, bytes.count)

@@ -68,7 +68,7 @@ public struct FuzzInput: Sendable {
         var datagrams: [[UInt8]] = []
         var offset = 1
         while offset + 2 <= bytes.count, datagrams.count < Self.maximumDatagrams {
-            let length = Int(bytes[offset]) << 8 | Int(bytes[offset + 1])
+            let length = Int(bytes.uint16(at: offset))
             let start = offset + 2
             let end = min(start + length, bytes.count)
             datagrams.append(Array(bytes[start..<end]))

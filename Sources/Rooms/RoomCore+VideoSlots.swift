@@ -185,7 +185,7 @@ extension RoomCore {
     {
         let payload = header.payloadRange
         guard payload.count > 2, let type = PayloadType(payloadType) else { return nil }
-        let original = UInt16(packet[payload.lowerBound]) << 8 | UInt16(packet[payload.lowerBound + 1])
+        let original = packet.uint16(at: payload.lowerBound)
         var rebuilt = Array(packet[0..<payload.lowerBound])
         rebuilt[0] &= 0xDF  // the padding, if any, is not copied
         rebuilt.append(contentsOf: packet[(payload.lowerBound + 2)..<payload.upperBound])

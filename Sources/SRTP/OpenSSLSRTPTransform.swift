@@ -1,3 +1,4 @@
+import ChorusCore
 /// `srtp_err_status_t` values of libsrtp2 that `LibSRTPTransform` reports as `.failed(code:)`,
 /// reused so that both transforms fail with identical `SRTPError` values.
 enum LibSRTPStatus {
@@ -71,9 +72,9 @@ public final class OpenSSLSRTPTransform: SRTPTransform, @unchecked Sendable {
     public func protectRTP(_ packet: inout [UInt8]) throws(SRTPError) {
         guard packet.count >= 12, packet.count <= 65_535 else { throw .malformed }
         let headerLength = try Self.rtpHeaderLength(packet)
-        let ssrc = Self.uint32(packet, 8)
+        let ssrc = packet.uint32(at: 8)
         let slot = sent.insert(ssrc)
-        let (index, delta) = sent.streams[slot].rtp.estimate(Self.uint16(packet, 2))
+        let (index, delta) = sent.streams[slot].rtp.estimate(packet.uint16(at: 2))
         switch sent.streams[slot].rtp.check(delta) {
         case .fresh: sent.streams[slot].rtp.add(delta)
         case .seen: break  // a retransmission of an index already sent: same keystream, same bytes
@@ -104,8 +105,8 @@ public final class OpenSSLSRTPTransform: SRTPTransform, @unchecked Sendable {
     public func unprotectRTP(_ packet: inout [UInt8]) throws(SRTPError) {
         guard packet.count >= 12, packet.count <= 65_535 else { throw .malformed }
         let headerLength = try Self.rtpHeaderLength(packet)
-        let ssrc = Self.uint32(packet, 8)
-        let sequenceNumber = Self.uint16(packet, 2)
+        let ssrc = packet.uint32(at: 8)
+        let sequenceNumber = packet.uint16(at: 2)
         let slot = received.slot(for: ssrc)
         try refuseBeyondMaximumSSRCs(known: slot != nil)
         let index: UInt64, delta: Int
@@ -138,7 +139,7 @@ public final class OpenSSLSRTPTransform: SRTPTransform, @unchecked Sendable {
 
     public func protectRTCP(_ packet: inout [UInt8]) throws(SRTPError) {
         guard packet.count >= 8, packet.count <= 65_535 else { throw .malformed }
-        let ssrc = Self.uint32(packet, 4)
+        let ssrc = packet.uint32(at: 4)
         let slot = sent.insert(ssrc)
         // RFC 3711 §3.4: the index is 31 bits and must not wrap; libsrtp2 stops at 2^31 − 1.
         guard sent.streams[slot].rtcpSent < 0x7FFF_FFFF else { throw .failed(code: LibSRTPStatus.keyExpired) }
@@ -160,9 +161,9 @@ public final class OpenSSLSRTPTransform: SRTPTransform, @unchecked Sendable {
         guard packet.count >= 12, packet.count <= 65_535 else { throw .malformed }
         let length = packet.count
         guard length >= 8 + tagLength + 4 else { throw .malformed }
-        let ssrc = Self.uint32(packet, 4)
-        let word = profile == .aeadAES128GCM ? Self.uint32(packet, length - 4)
-                                             : Self.uint32(packet, length - tagLength - 4)
+        let ssrc = packet.uint32(at: 4)
+        let word = profile == .aeadAES128GCM ? packet.uint32(at: length - 4)
+                                             : packet.uint32(at: length - tagLength - 4)
         let encrypted = word & 0x8000_0000 != 0
         let index = word & 0x7FFF_FFFF
         // Chorus's AES-CM policy always encrypts SRTCP, and libsrtp2 refuses a packet that says
@@ -204,18 +205,10 @@ public final class OpenSSLSRTPTransform: SRTPTransform, @unchecked Sendable {
         if hasExtension { length += 4 }
         guard packet.count >= length else { throw .malformed }
         if hasExtension {
-            length += 4 * Int(uint16(packet, length - 2))
+            length += 4 * Int(packet.uint16(at: length - 2))
             guard packet.count >= length else { throw .malformed }
         }
         return length
     }
 
-    private static func uint16(_ bytes: [UInt8], _ offset: Int) -> UInt16 {
-        UInt16(bytes[offset]) << 8 | UInt16(bytes[offset + 1])
-    }
-
-    private static func uint32(_ bytes: [UInt8], _ offset: Int) -> UInt32 {
-        UInt32(bytes[offset]) << 24 | UInt32(bytes[offset + 1]) << 16 | UInt32(bytes[offset + 2]) << 8
-            | UInt32(bytes[offset + 3])
-    }
 }

@@ -32,7 +32,7 @@ public enum KeyframeDetector {
         case 24:  // STAP-A: 16-bit size, NAL unit, repeated
             var index = payload.startIndex + 1
             while index + 2 < payload.endIndex {
-                let size = Int(payload[index]) << 8 | Int(payload[index + 1])
+                let size = Int(payload.uint16(at: index - payload.startIndex))
                 let nal = index + 2
                 guard size > 0, nal + size <= payload.endIndex else { return false }
                 if payload[nal] & 0x1F == 5 || payload[nal] & 0x1F == 7 { return true }

@@ -133,28 +133,19 @@ struct RTPMixerHeader {
         let hasExtension = levelBytes > 0
         out.append(2 << 6 | (hasExtension ? 0x10 : 0) | UInt8(csrcCount))
         out.append((marker ? 0x80 : 0) | payloadType.rawValue)
-        Self.append16(sequenceNumber, to: &out)
-        Self.append32(timestamp, to: &out)
-        Self.append32(ssrc.rawValue, to: &out)
-        for index in 0..<csrcCount { Self.append32(csrcs[index].rawValue, to: &out) }
+        out.append16(sequenceNumber)
+        out.append32(timestamp)
+        out.append32(ssrc.rawValue)
+        for index in 0..<csrcCount { out.append32(csrcs[index].rawValue) }
         guard hasExtension, let id = csrcAudioLevelExtensionID else { return }
         let elementBytes = 1 + levelBytes
         let words = (elementBytes + 3) / 4
-        Self.append16(0xBEDE, to: &out)
-        Self.append16(UInt16(words), to: &out)
+        out.append16(0xBEDE)
+        out.append16(UInt16(words))
         out.append(id << 4 | UInt8(levelBytes - 1))
         // RFC 6465 §3: the top bit of each level byte is reserved (0); levels are 0…127.
         for index in 0..<levelBytes { out.append(min(levels[index], 127)) }
         for _ in elementBytes..<(words * 4) { out.append(0) }
     }
 
-    private static func append16(_ value: UInt16, to out: inout [UInt8]) {
-        out.append(UInt8(value >> 8))
-        out.append(UInt8(value & 0xFF))
-    }
-
-    private static func append32(_ value: UInt32, to out: inout [UInt8]) {
-        append16(UInt16(value >> 16), to: &out)
-        append16(UInt16(value & 0xFFFF), to: &out)
-    }
 }
