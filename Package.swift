@@ -206,7 +206,7 @@ let package = Package(
         .testTarget(name: "RTPTests", dependencies: ["RTP", "ChorusCore", "ChorusTestSupport"]),
         .testTarget(name: "RTCPTests", dependencies: ["RTCP", "ChorusCore", "ChorusTestSupport"]),
         .testTarget(name: "SRTPTests", dependencies: ["SRTP", "ChorusCore"]),
-        .testTarget(name: "DTLSTests", dependencies: ["DTLS", "SRTP", "ChorusCore"]),
+        .testTarget(name: "DTLSTests", dependencies: ["DTLS", "SRTP", "ChorusCore", "ChorusTestSupport"]),
         .testTarget(
             name: "RoomsTests",
             dependencies: [

@@ -13,6 +13,8 @@ public enum DTLSRole: Sendable {
 public struct DTLSOutput: Sendable {
     public var datagrams: [[UInt8]] = []
     public var event: DTLSEvent?
+    /// The datagram received was dropped unread: its records did not frame (`DTLSRecordLayer`).
+    public var malformed: DTLSRecordError?
 }
 
 public enum DTLSEvent: Sendable, Equatable {
@@ -84,6 +86,11 @@ public final class DTLSEndpoint: @unchecked Sendable {
     /// Feeds one datagram received from the peer (already classified as DTLS, RFC 7983).
     public func handle(_ datagram: [UInt8], now: MediaTime) -> DTLSOutput {
         guard state == .handshaking || state == .connected, !datagram.isEmpty else { return DTLSOutput() }
+        do {
+            _ = try DTLSRecordLayer(parsing: datagram)
+        } catch {
+            return DTLSOutput(malformed: error)
+        }
         queues.incoming.append(datagram)
         return step(now: now)
     }

@@ -22,11 +22,15 @@ enum FuzzDTLS {
     }
 }
 
-/// Datagrams from a peer into a `DTLSEndpoint`, where OpenSSL parses the DTLS records and
-/// handshake messages (fragmented, reordered, repeated). The input is a `FuzzInput`: bit 0 of the
-/// mode byte picks the endpoint's role (0: server, as for an `actpass` offer; 1: client, which
-/// first sends its ClientHello), bit 1 whether retransmission timers fire between datagrams.
-/// There is no pure DTLS record-header check in Sources yet; when one exists, fuzz it here.
+/// Datagrams from a peer into a `DTLSEndpoint`: our record layer (`DTLSRecordLayer`, whose
+/// checks libFuzzer can see) frames each datagram, then OpenSSL parses the records and handshake
+/// messages (fragmented, reordered, repeated). The input is a `FuzzInput`; the mode byte's bits:
+/// - 0: the endpoint's role (0: server, as for an `actpass` offer; 1: client, which first sends
+///   its ClientHello);
+/// - 1: retransmission timers fire between datagrams;
+/// - 2: structure-aware: each datagram becomes one record that frames (`FuzzDTLSRecords`), so
+///   OpenSSL's handshake code gets well-formed fragments around fuzz bodies;
+/// - 3: a server first receives a real ClientHello, so what follows meets its later states.
 public func exerciseDTLS(_ bytes: [UInt8]) {
     let input = FuzzInput(bytes)
     let role: DTLSRole = input.mode & 1 == 0 ? .server : .client
@@ -41,8 +45,15 @@ public func exerciseDTLS(_ bytes: [UInt8]) {
     }
     var now = FuzzICE.start
     check(endpoint.start(now: now), endpoint)
-    for datagram in input.datagrams {
+    if input.mode & 8 != 0, role == .server {
+        check(endpoint.handle(FuzzDTLSRecords.clientHello, now: now), endpoint)
+    }
+    for (index, raw) in input.datagrams.enumerated() {
         now = now.adding(milliseconds: 10)
+        let datagram = input.mode & 4 != 0 ? FuzzDTLSRecords.record(raw, sequence: UInt64(index + 1)) : raw
+        if input.mode & 4 != 0 {
+            fuzzRequire((try? DTLSRecordLayer(parsing: datagram)) != nil, "a structured record does not frame")
+        }
         check(endpoint.handle(datagram, now: now), endpoint)
         if input.mode & 2 != 0, let deadline = endpoint.nextDeadline {
             check(endpoint.handleTimeout(now: deadline), endpoint)
@@ -57,6 +68,9 @@ private func check(_ output: DTLSOutput, _ endpoint: DTLSEndpoint) {
     for datagram in output.datagrams {
         fuzzRequire(!datagram.isEmpty, "DTLS emitted an empty datagram")
         fuzzRequire(datagram.count <= 1500, "DTLS emitted a \(datagram.count)-byte datagram with a 1200-byte MTU")
+    }
+    if output.malformed != nil {
+        fuzzRequire(output.datagrams.isEmpty && output.event == nil, "a dropped datagram produced output")
     }
     switch output.event {
     case .connected?: fuzzRequire(endpoint.state == .connected, "connected event in state \(endpoint.state)")
