@@ -10,7 +10,7 @@ PY := $(VENV)/bin/python
 HTTP_PORT ?= 8080
 OUTPUT := test-output
 
-.PHONY: run test deps venv build build-release unit interop bench bench-compare fuzz clean
+.PHONY: run test deps venv build build-release unit interop bench bench-compare fuzz fuzz-smoke soak clean
 
 run: deps build-release
 	.build/release/chorus serve --db ./chorus.sqlite --demo --http-port $(HTTP_PORT)
@@ -19,6 +19,7 @@ test: deps venv build
 	swift test --skip-build
 	mkdir -p $(OUTPUT)
 	CHORUS_BIN=$(CURDIR)/.build/debug/chorus $(PY) -m pytest Tests/Interop -q -p no:cacheprovider
+	$(MAKE) fuzz-smoke
 
 # Debian packages: installed only when missing (apt-get update first, as a fresh machine needs).
 deps:
@@ -86,6 +87,18 @@ fuzz: deps
 	    || failed="$$failed $$t"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "fuzz: failures in$$failed; inputs saved in Fuzz/Crashes/"; exit 1; fi
+
+# Part of `make test` (so CI builds every harness and they cannot rot): each harness for
+# FUZZ_SMOKE_SECONDS from the committed corpus.
+FUZZ_SMOKE_SECONDS ?= 30
+fuzz-smoke:
+	$(MAKE) fuzz FUZZ_SECONDS=$(FUZZ_SMOKE_SECONDS)
+
+# A bounded load held for SOAK_MINUTES (60) against a release build, with resource growth
+# judged after the warm-up (Benchmarks/Soak; results in bench-output/soak, docs/RELIABILITY.md).
+SOAK_MINUTES ?= 60
+soak: deps build-release
+	SOAK_MINUTES=$(SOAK_MINUTES) Benchmarks/Soak/soak.sh
 
 clean:
 	rm -rf .build $(VENV) $(OUTPUT)

@@ -14,17 +14,22 @@ DURATION=${DURATION:-20}
 SCENARIOS=${SCENARIOS:-"meetings:50:10:1 video:3:5:1:2"}
 PORT=${PORT:-18091}
 mkdir -p "$OUT"
+rm -rf "${OUT:?}"/before-* "${OUT:?}"/after-*
 
 run_one() {
     local label=$1 bin=$2 spec=$3 round=$4 name rooms participants talkers slots
     IFS=: read -r name rooms participants talkers slots <<<"$spec"
-    rm -f "$OUT/$label.sqlite"*
+    # The old log must go first: the banner check could otherwise read it before the new
+    # server truncates it.
+    rm -f "$OUT/$label.sqlite"* "$OUT/$label.log"
     "$bin" serve --db "$OUT/$label.sqlite" --dev-app --http-host 127.0.0.1 --http-port "$PORT" \
         --media-port 0 --rate-limit 0 --log-level warning >"$OUT/$label.log" 2>&1 &
     local pid=$!
-    for _ in $(seq 1 100); do grep -q '^  secret:' "$OUT/$label.log" 2>/dev/null && break; sleep 0.1; done
+    # A busy machine can take seconds to start a server: wait for its banner, up to 60 s.
+    for _ in $(seq 1 600); do grep -q '^  secret:' "$OUT/$label.log" 2>/dev/null && break; sleep 0.1; done
     local key secret
     key=$(awk '/^  key:/ {print $2}' "$OUT/$label.log"); secret=$(awk '/^  secret:/ {print $2}' "$OUT/$label.log")
+    [[ -n $key && -n $secret ]] || { echo "$label did not start:" >&2; cat "$OUT/$label.log" >&2; kill "$pid"; return 1; }
     local args=(load --url "http://127.0.0.1:$PORT" --app-key "$key" --app-secret "$secret" --rooms "$rooms"
         --participants "$participants" --talkers "$talkers" --duration "$DURATION" --ramp-up 200
         --server-pid "$pid" --output "$OUT/$label-$name-$round" --quiet)

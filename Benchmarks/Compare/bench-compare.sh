@@ -62,7 +62,9 @@ run_load() {
 }
 
 log "Chorus (release build, loopback)"
-rm -f "$OUT"/chorus.sqlite*
+# The old log goes first: the banner check below could otherwise read it before the new server
+# truncates it, and take an old run's key.
+rm -f "$OUT"/chorus.sqlite* "$OUT/chorus.log"
 "$BIN" serve --db "$OUT/chorus.sqlite" --dev-app --http-host 127.0.0.1 --http-port "$HTTP_PORT" \
     --media-port 0 --rate-limit 0 --log-level warning >"$OUT/chorus.log" 2>&1 &
 chorus_pid=$!

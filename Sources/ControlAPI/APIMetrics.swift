@@ -9,6 +9,8 @@ struct APIMetrics: Sendable {
     let statisticsStored = Counter(label: "chorus_statistics_uploads_total")
     let participantsProgressing = Gauge(label: "chorus_participants", dimensions: [("state", "progressing")])
     let participantsEstablished = Gauge(label: "chorus_participants", dimensions: [("state", "established")])
+    /// Datagrams waiting on room queues (`RoomQueueDepth`).
+    let roomQueueDatagrams = Gauge(label: "chorus_room_queue_datagrams")
 
     func countError(code: String) {
         Counter(label: "chorus_http_errors_total", dimensions: [("code", code)]).increment()

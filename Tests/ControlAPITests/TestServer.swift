@@ -32,8 +32,12 @@ final class TestServer: Sendable {
     let port: Int
     private let task: Task<Void, any Error>
 
+    /// The temporary folder of the database file, removed by `stop`.
+    let directory: URL
+
     private init(api: ControlAPI, database: ChorusDatabase, application: ApplicationRecord, clock: TestClock,
-                 port: Int, task: Task<Void, any Error>) {
+                 port: Int, task: Task<Void, any Error>, directory: URL) {
+        self.directory = directory
         self.api = api
         self.database = database
         self.application = application
@@ -65,12 +69,15 @@ final class TestServer: Sendable {
         let task = Task { try await app.run() }
         var iterator = ports.makeAsyncIterator()
         guard let port = await iterator.next() else { throw CancellationError() }
-        return TestServer(api: api, database: database, application: application, clock: clock, port: port, task: task)
+        return TestServer(api: api, database: database, application: application, clock: clock, port: port,
+                          task: task, directory: dir)
     }
 
+    /// Stops the server and removes its database folder.
     func stop() async {
         task.cancel()
         _ = await task.result
+        try? FileManager.default.removeItem(at: directory)
     }
 
     /// Runs `body` against a fresh server and stops it afterwards.
@@ -166,7 +173,7 @@ enum RawHTTP {
             }
         }
         guard connected == 0 else { throw Failure(what: "connect") }
-        try bytes.withUnsafeBytes { buffer in
+        bytes.withUnsafeBytes { buffer in
             var sent = 0
             while sent < buffer.count {
                 let n = send(fd, buffer.baseAddress! + sent, buffer.count - sent, Int32(MSG_NOSIGNAL))

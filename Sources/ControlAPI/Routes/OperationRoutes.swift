@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import NIOCore
 import Prometheus
+import Rooms
 
 extension ControlAPI {
     /// Health, readiness, Prometheus metrics and the OpenAPI document: no authentication.
@@ -23,6 +24,7 @@ extension ControlAPI {
             let counts = await self.registry.participantCounts()
             self.metrics.participantsProgressing.record(counts.progressing)
             self.metrics.participantsEstablished.record(counts.established)
+            self.metrics.roomQueueDatagrams.record(RoomQueueDepth.current)
             var bytes: [UInt8] = []
             self.prometheus.emit(into: &bytes)
             return Response(
