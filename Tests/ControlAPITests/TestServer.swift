@@ -166,7 +166,7 @@ enum RawHTTP {
             }
         }
         guard connected == 0 else { throw Failure(what: "connect") }
-        try bytes.withUnsafeBytes { buffer in
+        bytes.withUnsafeBytes { buffer in
             var sent = 0
             while sent < buffer.count {
                 let n = send(fd, buffer.baseAddress! + sent, buffer.count - sent, Int32(MSG_NOSIGNAL))
