@@ -10,7 +10,8 @@ let strict: [SwiftSetting] = [
 
 let package = Package(
     name: "Chorus",
-    platforms: [.macOS(.v14)],
+    // macOS 15: the Synchronization module (Atomic, Mutex) of the runtime checks; Linux is unaffected.
+    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "chorus", targets: ["chorus"]),
     ],

@@ -3,6 +3,8 @@ import COpenSSL
 /// The server's DTLS identity: an ECDSA P-256 key and a self-signed X.509 certificate, with
 /// its SHA-256 fingerprint for SDP (`a=fingerprint:sha-256 AB:CD:…`, RFC 8122). One per process
 /// (or per test peer); shared read-only by every connection's SSL_CTX.
+///
+/// `@unchecked Sendable`: its `OpaquePointer`s are set in `init` and only read after (OpenSSL reads are thread-safe).
 public final class DTLSCertificate: @unchecked Sendable {
     let key: OpaquePointer
     let certificate: OpaquePointer

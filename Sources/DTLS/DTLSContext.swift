@@ -5,6 +5,8 @@ import SRTP
 /// certificate required (any self-signed one: the fingerprint from SDP is checked after the
 /// handshake), and the use_srtp extension (RFC 5764) offering the profiles in preference order.
 /// Shared by every connection; `SSL_CTX` is safe to use from several threads once configured.
+///
+/// `@unchecked Sendable`: the `SSL_CTX` is configured in `init` only; after that OpenSSL locks its own shared state.
 public final class DTLSContext: @unchecked Sendable {
     let context: OpaquePointer
     public let certificate: DTLSCertificate

@@ -32,7 +32,9 @@ public enum DTLSEvent: Sendable, Equatable {
 /// Retransmissions: the owner calls `handleTimeout(now:)` once `nextDeadline` has passed.
 /// OpenSSL keeps its own view of elapsed time and decides whether to resend; the room's clock
 /// only decides when to ask.
-public final class DTLSEndpoint: @unchecked Sendable {
+///
+/// Not `Sendable`: its owner (a participant's transport) confines it to one thread of control.
+public final class DTLSEndpoint {
     public enum State: Sendable, Equatable { case handshaking, connected, failed, closed }
 
     /// First retransmission timeout; doubles per retry up to 4 s (RFC 6347 §4.2.4.1 allows

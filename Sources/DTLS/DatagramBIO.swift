@@ -17,6 +17,7 @@ final class DatagramQueues {
 
 enum DatagramBIO {
     /// One method table for the process; BIO instances carry their queues in BIO_get_data.
+    /// `nonisolated(unsafe)`: an `OpaquePointer` (not Sendable), built once by the lazy initializer, read-only after.
     nonisolated(unsafe) static let method: OpaquePointer? = {
         guard let method = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "chorus-datagram") else {
             return nil

@@ -8,8 +8,9 @@ import RTP
 import SRTP
 import STUN
 
-/// A receiver the router can name; the fuzz harness only compares identities.
-final class NamedReceiver: DatagramReceiver, @unchecked Sendable {
+/// A receiver the router can name; the fuzz harness only compares identities. Immutable, so
+/// `Sendable` (as `DatagramReceiver` requires) without `@unchecked`.
+final class NamedReceiver: DatagramReceiver {
     let name: String
     init(_ name: String) { self.name = name }
     func receive(_ datagram: [UInt8], from source: TransportAddress, at time: MediaTime) {}

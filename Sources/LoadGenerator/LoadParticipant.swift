@@ -2,23 +2,31 @@ import AudioMixer
 import ChorusCore
 import DTLS
 import ICELite
+import NIOCore
 import RTP
 import SRTP
 import STUN
+import Synchronization
 
 /// When the room's burst talker started each tone burst: what probe listeners time their
-/// onsets against. Shared by the participants of one room, on the generator's event loop.
-final class RoomTimeline: @unchecked Sendable {
-    private(set) var burstStarts: [MediaTime] = []
+/// onsets against. Shared by the participants of one room (on the generator's event loop);
+/// the starts are behind a lock, so it is `Sendable` without `@unchecked` (the lock is taken
+/// once per burst by the talker and once per onset heard by each probe).
+final class RoomTimeline: Sendable {
+    private let burstStarts = Mutex<[MediaTime]>([])
 
     func burstSent(at time: MediaTime) {
-        burstStarts.append(time)
-        if burstStarts.count > 64 { burstStarts.removeFirst(burstStarts.count - 64) }
+        burstStarts.withLock { starts in
+            starts.append(time)
+            if starts.count > 64 { starts.removeFirst(starts.count - 64) }
+        }
     }
 
     /// The latest burst start at or before `time`, within a second.
     func burst(before time: MediaTime) -> MediaTime? {
-        burstStarts.last { $0 <= time && time.nanoseconds(since: $0) < 1_000_000_000 }
+        burstStarts.withLock { starts in
+            starts.last { $0 <= time && time.nanoseconds(since: $0) < 1_000_000_000 }
+        }
     }
 }
 
@@ -28,9 +36,12 @@ final class RoomTimeline: @unchecked Sendable {
 /// With video it also sends its pre-encoded VP8 camera at 15 fps (restarting at the keyframe
 /// on PLI or FIR) and counts the frames forwarded into its slots (`LoadParticipant+Video`).
 ///
-/// Confined to the generator's single event loop (hence `@unchecked Sendable`): the runner
-/// calls `start` with the answer, `tick` every 20 ms and `receive` for each datagram; the
-/// datagrams it emits go through `send`.
+/// Confined to the generator's single event loop: the runner builds it, hands it over
+/// (`confine(to:)`), then calls `start` with the answer, `tick` every 20 ms and `receive` for
+/// each datagram, all on the loop; the datagrams it emits go through `send`. Off the loop only
+/// its constants (`let`s: identity, SSRCs, ICE credentials, offer) are read.
+///
+/// `@unchecked Sendable`: used only on the event loop after the hand-over; `tick`/`receive` check it.
 final class LoadParticipant: @unchecked Sendable {
     enum Phase: Equatable { case joining, checking, handshaking, established, failed(String) }
 
@@ -111,6 +122,9 @@ final class LoadParticipant: @unchecked Sendable {
     /// Mouth-to-ear latencies measured by this probe, milliseconds, and when.
     private(set) var latencies: [(at: MediaTime, ms: Double)] = []
     var errors: [String] = []
+    /// The event loop the participant lives on once handed over (nil when a unit test drives
+    /// it directly, on the test's thread).
+    private var loop: (any EventLoop)?
 
     init(room: Int, userId: String, audio: LoadAudio?, timeline: RoomTimeline, isBurstTalker: Bool, isProbe: Bool,
          dtlsContext: DTLSContext, video: LoadVideo? = nil, slots: Int = 0, role: Role = .member,
@@ -126,6 +140,12 @@ final class LoadParticipant: @unchecked Sendable {
         self.isBurstTalker = isBurstTalker
         self.dtlsContext = dtlsContext
         probe = isProbe ? try? OpusDecoder() : nil
+    }
+
+    /// The hand-over: from now on every call comes on `loop` (called there, before `start`).
+    func confine(to loop: any EventLoop) {
+        loop.preconditionInEventLoop()
+        self.loop = loop
     }
 
     func offer(host: String = "127.0.0.1", port: Int) -> String {
@@ -170,6 +190,7 @@ final class LoadParticipant: @unchecked Sendable {
     /// Every 20 ms: connectivity checks until answered (then consent refreshes every 5 s),
     /// DTLS retransmissions, and one audio frame once established.
     func tick(now: MediaTime) {
+        loop?.preconditionInEventLoop()
         switch phase {
         case .joining, .failed:
             return
@@ -203,6 +224,7 @@ final class LoadParticipant: @unchecked Sendable {
 
     /// Reception totals, and those of the last interval (for the per-second samples).
     func takeInterval() -> (received: Int, expected: Int) {
+        loop?.preconditionInEventLoop()
         var total = (received: 0, expected: 0)
         for key in streams.keys {
             if let interval = streams[key]?.interval() {
@@ -247,6 +269,7 @@ final class LoadParticipant: @unchecked Sendable {
 
     /// One datagram from the server (RFC 7983 demultiplexing by the first byte).
     func receive(_ datagram: [UInt8], now: MediaTime) {
+        loop?.preconditionInEventLoop()
         switch PacketClass(datagram) {
         case .stun: receiveSTUN(datagram, now: now)
         case .dtls: if let dtls { handle(dtls.handle(datagram, now: now), now: now) }

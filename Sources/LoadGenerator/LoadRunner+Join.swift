@@ -4,8 +4,9 @@ import Foundation
 import NIOCore
 import NIOPosix
 
-/// Hands each datagram of one participant's socket to it, on the event loop.
-final class LoadDatagramHandler: ChannelInboundHandler, @unchecked Sendable {
+/// Hands each datagram of one participant's socket to it, on the event loop. Its one property
+/// is a (Sendable) participant, so it is `Sendable` for the channel initializer.
+final class LoadDatagramHandler: ChannelInboundHandler, Sendable {
     typealias InboundIn = AddressedEnvelope<ByteBuffer>
     let participant: LoadParticipant
 
@@ -112,6 +113,7 @@ extension LoadRunner {
                controlling: Bool, hangUp: @escaping @Sendable () async -> Void) async throws {
         let server = try SocketAddress(ipAddress: answer.host, port: answer.port)
         try await loop.submit {
+            participant.confine(to: self.loop)
             participant.joinStartedAt = started
             participant.send = { bytes in
                 var buffer = channel.allocator.buffer(capacity: bytes.count)

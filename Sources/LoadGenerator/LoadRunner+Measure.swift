@@ -19,6 +19,8 @@ extension LoadRunner {
         var generator = ProcessUsage(pid: getpid())
         _ = server?.sample()
         _ = generator.sample()
+        // Each sample updates the meters' last readings: they move to the loop, where the task runs.
+        let meters = NIOLoopBoundBox.makeBoxSendingValue((server: server, generator: generator), eventLoop: loop)
         return loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
             let now = MediaTime.now()
             var received = 0, expected = 0, established = 0
@@ -30,8 +32,8 @@ extension LoadRunner {
                 expected += interval.expected
                 latencies += participant.latencies.filter { now.nanoseconds(since: $0.at) < 1_000_000_000 }.map(\.ms)
             }
-            let serverUsage = server?.sample()
-            let own = generator.sample()
+            let serverUsage = meters.value.server?.sample()
+            let own = meters.value.generator.sample()
             let lossPercent = expected > 0 ? Double(max(0, expected - received)) * 100 / Double(expected) : 0
             self.samples.append(LoadResults.Sample(
                 second: Date().timeIntervalSince(start), established: established, audioPacketsReceived: received,

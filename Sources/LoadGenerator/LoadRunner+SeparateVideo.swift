@@ -17,17 +17,18 @@ extension LoadRunner {
             let connection = LoadParticipant(
                 room: member.room, userId: member.userId, audio: nil, timeline: member.timeline, isBurstTalker: false,
                 isProbe: false, dtlsContext: context, video: camera, role: .camera, owner: member)
-            let feed = FeedBox()
+            // Set by the publish callback, which `connect` runs (and finishes) before it returns.
+            var feed: UInt64?
             do {
                 try await self.connect(connection) { offer in
                     let published = try await video.publish(room: member.room, userId: member.userId, offer: offer)
-                    feed.value = published.feed
+                    feed = published.feed
                     return published.join
                 }
             } catch {
                 await self.noteFailure("\(member.userId) camera: \(error)")
             }
-            return feed.value.map { (ObjectIdentifier(member), $0) }
+            return feed.map { (ObjectIdentifier(member), $0) }
         }
         let feedOf = Dictionary(feeds.compactMap { $0 }, uniquingKeysWith: { first, _ in first })
         try await awaitHandshakes()
@@ -77,9 +78,4 @@ extension LoadRunner {
         }
     }
 
-}
-
-/// The feed id a publish callback hands back (written once, read after the callback returned).
-private final class FeedBox: @unchecked Sendable {
-    var value: UInt64?
 }

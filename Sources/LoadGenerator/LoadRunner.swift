@@ -54,8 +54,10 @@ public enum LoadDTX: String, Sendable, CaseIterable {
 /// through the REST API at the ramp-up rate, runs their media on one NIO event loop for the
 /// duration, samples once a second, leaves, and returns the results.
 ///
-/// All participant state lives on the single event loop; this type only hops onto it.
-public final class LoadRunner: @unchecked Sendable {
+/// All participant state lives on the single event loop; this type only hops onto it. Its own
+/// mutable state is in `onLoop`, a `NIOLoopBoundBox` that checks every access is on the loop,
+/// so the class is `Sendable` without `@unchecked`.
+public final class LoadRunner: Sendable {
     let configuration: LoadConfiguration
     let signaling: any LoadSignaling
     /// Set when the run has video and the server carries it on connections of their own.
@@ -65,25 +67,62 @@ public final class LoadRunner: @unchecked Sendable {
     /// Our address towards the server: what participants bind to and offer as their candidate
     /// (127.0.0.1 for a local Chorus, the veth address for Janus in its network namespace).
     let localHost: String
-    let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-    var loop: any EventLoop { group.any() }
+    let group: MultiThreadedEventLoopGroup
+    /// The group's one loop: every participant, socket and timer of the run lives on it.
+    let loop: any EventLoop
     let runID: String
-    /// Touched only on the event loop.
-    var participants: [LoadParticipant] = []
+    /// What only the event loop touches; the box traps on an access from any other thread.
+    private let onLoop: NIOLoopBoundBox<LoopState>
+
+    struct LoopState {
+        var participants: [LoadParticipant] = []
+        var auxiliaries: [LoadParticipant] = []
+        var channels: [any Channel] = []
+        var samples: [LoadResults.Sample] = []
+        var joinFailures: [String] = []
+        var hangUps: [@Sendable () async -> Void] = []
+        var steadyFrom = MediaTime(nanoseconds: .max)
+    }
+
+    // The loop state by name (each access checked by `onLoop`).
+    var participants: [LoadParticipant] {
+        get { onLoop.value.participants }
+        _modify { yield &onLoop.value.participants }
+    }
     /// The extra connections of a server that carries video apart (Janus VideoRoom).
-    var auxiliaries: [LoadParticipant] = []
-    var channels: [any Channel] = []
-    var samples: [LoadResults.Sample] = []
-    var joinFailures: [String] = []
-    var joinTimes: [Double] = []
+    var auxiliaries: [LoadParticipant] {
+        get { onLoop.value.auxiliaries }
+        _modify { yield &onLoop.value.auxiliaries }
+    }
+    var channels: [any Channel] {
+        get { onLoop.value.channels }
+        _modify { yield &onLoop.value.channels }
+    }
+    var samples: [LoadResults.Sample] {
+        get { onLoop.value.samples }
+        _modify { yield &onLoop.value.samples }
+    }
+    var joinFailures: [String] {
+        get { onLoop.value.joinFailures }
+        _modify { yield &onLoop.value.joinFailures }
+    }
     /// How each joined participant hangs up, in join order.
-    var hangUps: [@Sendable () async -> Void] = []
+    var hangUps: [@Sendable () async -> Void] {
+        get { onLoop.value.hangUps }
+        _modify { yield &onLoop.value.hangUps }
+    }
     /// The measured period starts a second after the last join: before, jitter buffers are
     /// still settling and the first onsets say more about start-up than about the server.
-    var steadyFrom = MediaTime(nanoseconds: .max)
+    var steadyFrom: MediaTime {
+        get { onLoop.value.steadyFrom }
+        set { onLoop.value.steadyFrom = newValue }
+    }
 
     public init(configuration: LoadConfiguration) throws {
         self.configuration = configuration
+        group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        loop = group.next()
+        onLoop = .makeBoxSendingValue(LoopState(), eventLoop: loop)
         let runID = String(UInt32.random(in: 0...UInt32.max), radix: 36)
         self.runID = runID
         let http = try LoadHTTP(url: configuration.url)

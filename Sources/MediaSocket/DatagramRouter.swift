@@ -4,8 +4,9 @@ import NIOConcurrencyHelpers
 
 /// The media port's demultiplexer (see `MediaRouting`). Called on the NIO event loop for every
 /// datagram, so each lookup is one hash probe under an uncontended lock; registrations happen
-/// only on joins, nominations and leaves.
-public final class DatagramRouter: MediaRouting, @unchecked Sendable {
+/// only on joins, nominations and leaves. `Sendable` without `@unchecked`: its one stored
+/// property is a `NIOLockedValueBox`, so every access is under the lock.
+public final class DatagramRouter: MediaRouting {
     private struct Tables {
         var byUfrag: [String: any DatagramReceiver] = [:]
         var byAddress: [TransportAddress: any DatagramReceiver] = [:]

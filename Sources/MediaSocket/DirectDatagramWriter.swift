@@ -13,7 +13,8 @@ import Glibc
 /// descriptor stays valid until this object is gone (closed in `deinit`: nothing can be
 /// sending then), never reused under a late sender. A full send buffer drops the rest of the
 /// batch instead of queueing it (late media is useless); the caller counts the drops.
-final class DirectDatagramWriter: @unchecked Sendable {
+/// Immutable (a descriptor and a flag) and sendmmsg(2) is thread-safe, so plainly `Sendable`.
+final class DirectDatagramWriter: Sendable {
     private let descriptor: Int32
     /// The socket's family: an IPv6 socket reaches IPv4 peers through mapped addresses.
     private let isIPv6: Bool

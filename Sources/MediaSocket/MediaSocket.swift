@@ -11,8 +11,9 @@ import ServiceLifecycle
 /// participant, which hops to its room's queue. Sending is `DatagramSink.send`, callable from
 /// any thread: it writes on the calling thread (`DirectDatagramWriter`), not through NIO.
 ///
-/// Run as a Service: binds in `run()`, closes on graceful shutdown.
-public final class MediaSocket: DatagramSink, Service, @unchecked Sendable {
+/// Run as a Service: binds in `run()`, closes on graceful shutdown. `Sendable` without
+/// `@unchecked`: immutable, apart from the bound channel and writer behind a lock.
+public final class MediaSocket: DatagramSink, Service {
     public let host: String
     public let port: Int
     let router: DatagramRouter
@@ -102,8 +103,9 @@ public final class MediaSocket: DatagramSink, Service, @unchecked Sendable {
         MediaMetrics.bytesOut.increment(by: bytes)
     }
 
-    /// Reads on the event loop: convert, route, hand over. Nothing else happens here.
-    final class InboundHandler: ChannelInboundHandler, @unchecked Sendable {
+    /// Reads on the event loop: convert, route, hand over. Nothing else happens here. Its one
+    /// property is the (Sendable) router, so it is `Sendable` for the channel initializer.
+    final class InboundHandler: ChannelInboundHandler, Sendable {
         typealias InboundIn = AddressedEnvelope<ByteBuffer>
         let router: DatagramRouter
 
@@ -134,20 +136,15 @@ public final class MediaSocket: DatagramSink, Service, @unchecked Sendable {
     }
 }
 
-/// The bound channel and its writer, set once from `bind` and read from any thread.
-final class NIOLockedValueBoxChannel: @unchecked Sendable {
-    private let lock = NIOLock()
-    private var channel: (any Channel)?
-    private var directWriter: DirectDatagramWriter?
+/// The bound channel and its writer, set once from `bind` and read from any thread, under a lock.
+final class NIOLockedValueBoxChannel: Sendable {
+    private let bound = NIOLockedValueBox<(channel: (any Channel)?, writer: DirectDatagramWriter?)>((nil, nil))
 
     func set(_ channel: any Channel, writer: DirectDatagramWriter) {
-        lock.withLock {
-            self.channel = channel
-            directWriter = writer
-        }
+        bound.withLockedValue { $0 = (channel, writer) }
     }
-    func get() -> (any Channel)? { lock.withLock { channel } }
-    func writer() -> DirectDatagramWriter? { lock.withLock { directWriter } }
+    func get() -> (any Channel)? { bound.withLockedValue { $0.channel } }
+    func writer() -> DirectDatagramWriter? { bound.withLockedValue { $0.writer } }
 }
 
 /// Why the media port could not be opened.

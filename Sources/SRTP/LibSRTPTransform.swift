@@ -4,7 +4,8 @@ import Foundation
 /// `SRTPTransform` over libsrtp2: two sessions, one outbound (any SSRC we send, local key) and
 /// one inbound (any SSRC the peer sends, remote key), replay protection on (window 1024), and
 /// repeated transmission allowed outbound so NACK retransmissions of a cached packet work.
-public final class LibSRTPTransform: SRTPTransform, @unchecked Sendable {
+/// One instance per connection, used by one thread of control at a time: not `Sendable`.
+public final class LibSRTPTransform: SRTPTransform {
     private var outbound: srtp_t?
     private var inbound: srtp_t?
 

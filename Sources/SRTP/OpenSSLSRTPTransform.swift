@@ -24,7 +24,7 @@ enum LibSRTPStatus {
 /// This code allocates nothing per packet except growing the packet by its tag (measured: 0
 /// allocations per AEAD packet; OpenSSL 3.0 itself mallocs twice per HMAC restart, so an AES-CM
 /// packet costs 2). Peer input never traps: short, malformed or forged packets throw.
-public final class OpenSSLSRTPTransform: SRTPTransform, @unchecked Sendable {
+public final class OpenSSLSRTPTransform: SRTPTransform {
     private let profile: SRTPProtectionProfile
     private let outbound: SRTPPacketCipher
     private let inbound: SRTPPacketCipher

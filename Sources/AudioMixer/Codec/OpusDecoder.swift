@@ -1,23 +1,29 @@
+import ChorusCore
 import COpus
 
 /// libopus decoder for one sending participant, always producing 48 kHz mono: the decoder is
 /// created with one channel, so stereo packets are downmixed by libopus itself, and any Opus
 /// bandwidth (narrowband … fullband) comes out at 48 kHz.
 ///
-/// Owns the C state and frees it in `deinit`. It is `@unchecked Sendable` because it is confined
-/// to one room's serial queue, like `OpusEncoder`.
+/// Owns the C state and frees it in `deinit`. Not thread-safe: like `OpusEncoder`, one user at
+/// a time (its room's serial queue), and every call that touches the C state runs under an
+/// `ExclusiveUseCheck`, so two threads in it at once trap.
 ///
 /// Payloads are peer input: whatever libopus rejects (negative return) becomes
 /// `AudioCodecError.invalidPayload`; nothing here can trap on packet contents.
+///
+/// `@unchecked Sendable`: owns an `OpaquePointer`; one user at a time (its room's queue), checked by `exclusive`.
 public final class OpusDecoder: AudioDecoder, @unchecked Sendable {
     private let state: OpaquePointer
+    private let exclusive = ExclusiveUseCheck()
 
     public var supportsInbandFEC: Bool { true }
 
     /// Duration in samples of the last packet decoded (or concealed), per libopus.
     public var lastPacketSamples: Int {
         var value: Int32 = 0
-        return chorus_opus_decoder_get_last_packet_duration(state, &value) == OPUS_OK ? Int(value) : 0
+        let status = exclusive.run("OpusDecoder") { chorus_opus_decoder_get_last_packet_duration(state, &value) }
+        return status == OPUS_OK ? Int(value) : 0
     }
 
     public init() throws(AudioCodecError) {
@@ -49,7 +55,9 @@ public final class OpusDecoder: AudioDecoder, @unchecked Sendable {
             throw .invalidPayload(code: -4)
         }
         guard let output = pcm.baseAddress, pcm.count > 0 else { throw .bufferTooSmall(needed: 1) }
-        let result = opus_decode(state, data, Int32(payload.count), output, Int32(clamping: pcm.count), 0)
+        let result = exclusive.run("OpusDecoder") {
+            opus_decode(state, data, Int32(payload.count), output, Int32(clamping: pcm.count), 0)
+        }
         return try Self.check(result)
     }
 
@@ -63,7 +71,9 @@ public final class OpusDecoder: AudioDecoder, @unchecked Sendable {
         guard let output = pcm.baseAddress else { throw .bufferTooSmall(needed: length) }
         // decode_fec = 1 with frame_size = the lost duration: libopus decodes the LBRR copy of the
         // previous frame from this packet, or runs PLC for that duration if the packet has none.
-        let result = opus_decode(state, data, Int32(nextPayload.count), output, Int32(length), 1)
+        let result = exclusive.run("OpusDecoder") {
+            opus_decode(state, data, Int32(nextPayload.count), output, Int32(length), 1)
+        }
         return try Self.check(result)
     }
 
@@ -71,12 +81,12 @@ public final class OpusDecoder: AudioDecoder, @unchecked Sendable {
         let length = try Self.concealmentLength(samples, capacity: pcm.count)
         guard let output = pcm.baseAddress else { throw .bufferTooSmall(needed: length) }
         // data == NULL asks libopus for packet loss concealment of frame_size samples.
-        let result = opus_decode(state, nil, 0, output, Int32(length), 0)
+        let result = exclusive.run("OpusDecoder") { opus_decode(state, nil, 0, output, Int32(length), 0) }
         return try Self.check(result)
     }
 
     public func reset() {
-        _ = chorus_opus_decoder_reset_state(state)
+        _ = exclusive.run("OpusDecoder") { chorus_opus_decoder_reset_state(state) }
     }
 
     // MARK: - Helpers

@@ -1,52 +1,65 @@
+import ChorusCore
 import COpus
 
 /// libopus encoder for one outgoing mix: 48 kHz, mono, `OPUS_APPLICATION_VOIP`, voice signal.
 ///
-/// Owns the C state and frees it in `deinit`. `OpaquePointer` is not Sendable, so the class is
-/// `@unchecked Sendable` on one condition: it is confined to one room's serial queue (created,
-/// used and released there), which the room's actor executor guarantees.
+/// Owns the C state and frees it in `deinit`. Not thread-safe: one user at a time, its room's
+/// serial queue (created, used and released there), which the room's actor executor guarantees;
+/// every call that touches the C state runs under an `ExclusiveUseCheck`, so two threads in it
+/// at once trap.
 ///
 /// Cost on the 2-core development machine (release, 20 ms mono speech-like input, 32 kbit/s):
 /// see the report of `OpusCostTests`; roughly 100 µs at complexity 0, 340 µs at 10.
+///
+/// `@unchecked Sendable`: owns an `OpaquePointer`; one user at a time (its room's queue), checked by `exclusive`.
 public final class OpusEncoder: AudioEncoder, @unchecked Sendable {
     private let state: OpaquePointer
+    private let exclusive = ExclusiveUseCheck()
 
     /// Target bitrate in bit/s, clamped to libopus's 6–510 kbit/s.
     public var bitrate: Int {
-        didSet { bitrate = Self.clamp(bitrate, 6_000, 510_000); apply(chorus_opus_encoder_set_bitrate, bitrate) }
+        didSet {
+            bitrate = Self.clamp(bitrate, 6_000, 510_000)
+            exclusive.run("OpusEncoder") { apply(chorus_opus_encoder_set_bitrate, bitrate) }
+        }
     }
     /// 0…10; the mixer's shared encode can afford more than per-participant encoders could.
     public var complexity: Int {
-        didSet { complexity = Self.clamp(complexity, 0, 10); apply(chorus_opus_encoder_set_complexity, complexity) }
+        didSet {
+            complexity = Self.clamp(complexity, 0, 10)
+            exclusive.run("OpusEncoder") { apply(chorus_opus_encoder_set_complexity, complexity) }
+        }
     }
     /// In-band FEC (LBRR). Only used by libopus when `expectedPacketLossPercent` > 0 and the
     /// bitrate leaves room for it.
     public var inbandFEC: Bool {
-        didSet { apply(chorus_opus_encoder_set_inband_fec, inbandFEC ? 1 : 0) }
+        didSet { exclusive.run("OpusEncoder") { apply(chorus_opus_encoder_set_inband_fec, inbandFEC ? 1 : 0) } }
     }
     /// 0…100, from receiver reports; drives how much FEC libopus spends.
     public var expectedPacketLossPercent: Int {
         didSet {
             expectedPacketLossPercent = Self.clamp(expectedPacketLossPercent, 0, 100)
-            apply(chorus_opus_encoder_set_packet_loss_perc, expectedPacketLossPercent)
+            exclusive.run("OpusEncoder") { apply(chorus_opus_encoder_set_packet_loss_perc, expectedPacketLossPercent) }
         }
     }
     /// Discontinuous transmission: during silence `encode` returns ≤ 2-byte frames that need
     /// not be sent (RFC 7587 §3.1.3), with a comfort-noise update every 400 ms.
     public var dtx: Bool {
-        didSet { apply(chorus_opus_encoder_set_dtx, dtx ? 1 : 0) }
+        didSet { exclusive.run("OpusEncoder") { apply(chorus_opus_encoder_set_dtx, dtx ? 1 : 0) } }
     }
 
     /// Samples of algorithmic delay libopus adds (for A/V sync bookkeeping).
     public var lookaheadSamples: Int {
         var value: Int32 = 0
-        return chorus_opus_encoder_get_lookahead(state, &value) == OPUS_OK ? Int(value) : 0
+        let status = exclusive.run("OpusEncoder") { chorus_opus_encoder_get_lookahead(state, &value) }
+        return status == OPUS_OK ? Int(value) : 0
     }
 
     /// Whether the last frame was a DTX frame.
     public var isInDTX: Bool {
         var value: Int32 = 0
-        return chorus_opus_encoder_get_in_dtx(state, &value) == OPUS_OK && value != 0
+        let status = exclusive.run("OpusEncoder") { chorus_opus_encoder_get_in_dtx(state, &value) }
+        return status == OPUS_OK && value != 0
     }
 
     /// Creates a mono 48 kHz VoIP encoder with the given settings.
@@ -82,8 +95,9 @@ public final class OpusEncoder: AudioEncoder, @unchecked Sendable {
             throw .invalidFrameLength(pcm.count)
         }
         guard let output = payload.baseAddress, payload.count > 0 else { throw .bufferTooSmall(needed: 1) }
-        let result = opus_encode(
-            state, input, Int32(pcm.count), output, Int32(clamping: payload.count))
+        let result = exclusive.run("OpusEncoder") {
+            opus_encode(state, input, Int32(pcm.count), output, Int32(clamping: payload.count))
+        }
         guard result > 0 else { throw .encodeFailed(code: result) }
         return Int(result)
     }
@@ -95,21 +109,25 @@ public final class OpusEncoder: AudioEncoder, @unchecked Sendable {
             throw .invalidFrameLength(pcm.count)
         }
         guard let output = payload.baseAddress, payload.count > 0 else { throw .bufferTooSmall(needed: 1) }
-        let result = opus_encode_float(
-            state, input, Int32(pcm.count), output, Int32(clamping: payload.count))
+        let result = exclusive.run("OpusEncoder") {
+            opus_encode_float(state, input, Int32(pcm.count), output, Int32(clamping: payload.count))
+        }
         guard result > 0 else { throw .encodeFailed(code: result) }
         return Int(result)
     }
 
     public func reset() {
-        _ = chorus_opus_encoder_reset_state(state)
-        // OPUS_RESET_STATE keeps the settings (it only clears the signal history), but push them
-        // again so a reset can never leave the encoder out of step with these properties.
-        applyAll()
+        exclusive.run("OpusEncoder") {
+            _ = chorus_opus_encoder_reset_state(state)
+            // OPUS_RESET_STATE keeps the settings (it only clears the signal history), but push them
+            // again so a reset can never leave the encoder out of step with these properties.
+            applyAll()
+        }
     }
 
     // MARK: - Helpers
 
+    /// Unchecked: callers run it inside `exclusive` (or in `init`, before anyone else has the encoder).
     private func applyAll() {
         apply(chorus_opus_encoder_set_bitrate, bitrate)
         apply(chorus_opus_encoder_set_complexity, complexity)

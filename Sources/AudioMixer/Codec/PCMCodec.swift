@@ -1,16 +1,34 @@
+import Synchronization
+
 /// A codec that is no codec: samples travel as 16-bit little-endian PCM. It lets the mixer core,
 /// the jitter buffer and room tests run bit-exactly without libopus — what goes in comes out.
 ///
 /// One instance serves as both encoder and decoder (use two for a sender and a receiver). It has
 /// no FEC (`supportsInbandFEC` is false, `decodeFEC` throws `.unsupported`), and its
 /// concealment is silence, so tests can see exactly where a frame was concealed. The encoder
-/// settings are stored and ignored. Like the Opus classes it is confined to one queue, hence
-/// `@unchecked Sendable`.
-public final class PCMCodec: AudioEncoder, AudioDecoder, @unchecked Sendable {
-    public var bitrate: Int = 768_000
-    public var complexity: Int = 0
-    public var inbandFEC: Bool = false
-    public var expectedPacketLossPercent: Int = 0
+/// settings are stored and ignored; they are atomics, and the coding keeps no state, so the
+/// class is plainly `Sendable` (checked by the compiler), unlike the Opus classes.
+public final class PCMCodec: AudioEncoder, AudioDecoder, Sendable {
+    public var bitrate: Int {
+        get { bitrateSetting.load(ordering: .relaxed) }
+        set { bitrateSetting.store(newValue, ordering: .relaxed) }
+    }
+    public var complexity: Int {
+        get { complexitySetting.load(ordering: .relaxed) }
+        set { complexitySetting.store(newValue, ordering: .relaxed) }
+    }
+    public var inbandFEC: Bool {
+        get { inbandFECSetting.load(ordering: .relaxed) }
+        set { inbandFECSetting.store(newValue, ordering: .relaxed) }
+    }
+    public var expectedPacketLossPercent: Int {
+        get { lossSetting.load(ordering: .relaxed) }
+        set { lossSetting.store(newValue, ordering: .relaxed) }
+    }
+    private let bitrateSetting = Atomic<Int>(768_000)
+    private let complexitySetting = Atomic<Int>(0)
+    private let inbandFECSetting = Atomic<Bool>(false)
+    private let lossSetting = Atomic<Int>(0)
 
     public var supportsInbandFEC: Bool { false }
 
