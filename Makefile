@@ -58,18 +58,10 @@ interop: deps venv build
 # report on a planted race without it; here such a race failed either way (TSan's exit-time
 # status), but with the option the failure does not depend on that. A planted race fails
 # `make tsan`: see docs/RELIABILITY.md. TSAN_EXTRA adds options (TSAN_EXTRA=verbosity=1).
-# TSAN_ALONE: suites run after the others, on their own (none is skipped). Their rooms run on
-# the real clock and end a call whose ICE has not completed after 30 s (consent timeout). In
-# the parallel run the whole suite takes ~60 s under TSan (16 s without), CPU-bound suites
-# hold the 2 threads of the Swift concurrency pool, and a test waiting to resume after
-# `await room.join` outlived that timeout (4 failures, no race). Alone they take 0.1 s.
 TSAN_SCRATCH ?= .build-tsan
 TSAN_EXTRA ?=
-TSAN_ALONE := RoomJoinTests
-TSAN_TEST := TSAN_OPTIONS="halt_on_error=1 $(TSAN_EXTRA)" swift test --sanitize=thread --scratch-path $(TSAN_SCRATCH)
 tsan: deps
-	$(TSAN_TEST) $(foreach suite,$(TSAN_ALONE),--skip $(suite))
-	$(TSAN_TEST) --skip-build $(foreach suite,$(TSAN_ALONE),--filter $(suite))
+	TSAN_OPTIONS="halt_on_error=1 $(TSAN_EXTRA)" swift test --sanitize=thread --scratch-path $(TSAN_SCRATCH)
 
 # Benchmarks build in their own scratch folder: the manifest differs with CHORUS_BENCHMARKS set.
 bench: deps
