@@ -1,5 +1,6 @@
 import Foundation
 import ICELite
+import ChorusTestSupport
 import Testing
 
 @testable import LoadGenerator
@@ -9,10 +10,8 @@ import Testing
 @Suite("Load generator: answering a server's offer")
 struct LoadSDPAnswerTests {
     static let offer: String = {
-        let url = Bundle.module.url(forResource: "janus-videoroom-subscriber-offer", withExtension: "sdp",
-                                    subdirectory: "Fixtures")!
         // Stored with LF line ends; SDP on the wire uses CRLF.
-        return (try! String(contentsOf: url, encoding: .utf8)).replacingOccurrences(of: "\n", with: "\r\n")
+        (try? Fixtures.sdp("janus-videoroom-subscriber-offer.sdp"))?.replacingOccurrences(of: "\n", with: "\r\n") ?? ""
     }()
 
     /// The transport of Janus's offer: its host candidate, credentials and session-level

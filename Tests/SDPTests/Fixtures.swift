@@ -1,3 +1,4 @@
+import ChorusTestSupport
 import ChorusCore
 import Foundation
 import Testing
@@ -20,9 +21,7 @@ enum Fixture: String, CaseIterable, CustomStringConvertible, Sendable {
     /// The fixture's text exactly as captured (CRLF line endings).
     var text: String {
         get throws {
-            guard let url = Bundle.module.url(forResource: rawValue, withExtension: "sdp", subdirectory: "Fixtures")
-            else { throw FixtureMissing(name: rawValue) }
-            return try String(contentsOf: url, encoding: .utf8)
+            try Fixtures.sdp(rawValue + ".sdp")
         }
     }
 
@@ -35,9 +34,6 @@ enum Fixture: String, CaseIterable, CustomStringConvertible, Sendable {
     }
 }
 
-struct FixtureMissing: Error {
-    let name: String
-}
 
 /// Line-level edits of fixture text for the negative tests.
 extension String {
