@@ -27,7 +27,7 @@ final class NamedReceiver: DatagramReceiver {
 ///   datagrams reach its handshake, and RTP/RTCP are refused before SRTP;
 /// - 2: ICE completed with our own client peer and DTLS taken as done with keys from one real
 ///   handshake per process (`FuzzPeerSession.clientKeys`); datagrams that classify as RTP or RTCP
-///   are SRTP-protected with the client's keys first (when libsrtp accepts them), so the
+///   are SRTP-protected with the client's keys first (when the transform accepts them), so the
 ///   decrypted-packet path (RTP header, receive statistics, RTCP compound) sees the fuzz bytes,
 ///   as from a malicious participant;
 /// - 3: as 1, but the server is the DTLS client (an offer with `a=setup:passive`).
@@ -100,7 +100,9 @@ struct FuzzPeerSession {
     let transport: PeerTransport
     let clientICE = ICEClientRole(local: FuzzICE.client, remote: FuzzICE.server, tieBreaker: 42)
     let clientDTLS: DTLSEndpoint
-    var clientSRTP: LibSRTPTransform?
+    /// The client's SRTP: the OpenSSL transform. libsrtp2 (Debian's, on NSS) loaded NSS modules through
+    /// the dynamic linker for every session, which was most of this harness's time per input.
+    var clientSRTP: OpenSSLSRTPTransform?
     var clientKeys: SRTPKeyingMaterial?
     var now = FuzzICE.start
     /// Addresses the transport reported as validated by ICE.
@@ -145,7 +147,7 @@ struct FuzzPeerSession {
                 toServer += output.datagrams
                 if case .connected(let keys) = output.event {
                     clientKeys = keys
-                    clientSRTP = try? LibSRTPTransform(keys)
+                    clientSRTP = try? OpenSSLSRTPTransform(keys)
                 }
             }
         }
@@ -169,7 +171,7 @@ struct FuzzPeerSession {
         let server = SRTPKeyingMaterial(profile: client.profile, local: client.remote, remote: client.local)
         do {
             try transport.assumeHandshakeDone(keys: server, now: now)
-            clientSRTP = try LibSRTPTransform(client)
+            clientSRTP = try OpenSSLSRTPTransform(client)
         } catch {
             fatalError("fuzz setup: SRTP keys refused: \(error)")
         }
@@ -177,7 +179,7 @@ struct FuzzPeerSession {
     }
 
     /// SRTP- or SRTCP-protects `datagram` in place with the client's keys when it classifies as
-    /// RTP or RTCP and libsrtp accepts it; leaves it alone otherwise.
+    /// RTP or RTCP and the transform accepts it; leaves it alone otherwise.
     func protect(_ datagram: inout [UInt8]) {
         guard let clientSRTP else { return }
         var protected = datagram
