@@ -10,7 +10,7 @@ PY := $(VENV)/bin/python
 HTTP_PORT ?= 8080
 OUTPUT := test-output
 
-.PHONY: run test deps venv build build-release unit interop tsan bench bench-compare fuzz fuzz-smoke soak clean
+.PHONY: run test deps venv build build-release unit interop tsan bench bench-compare fuzz fuzz-smoke bench-build soak clean
 
 run: deps build-release
 	.build/release/chorus serve --db ./chorus.sqlite --demo --http-port $(HTTP_PORT)
@@ -19,6 +19,7 @@ test: deps venv build
 	swift test --skip-build
 	mkdir -p $(OUTPUT)
 	CHORUS_BIN=$(CURDIR)/.build/debug/chorus $(PY) -m pytest Tests/Interop -q -p no:cacheprovider
+	$(MAKE) bench-build
 	$(MAKE) fuzz-smoke
 
 # Debian packages: installed only when missing (apt-get update first, as a fresh machine needs).
@@ -66,6 +67,11 @@ tsan: deps
 # Benchmarks build in their own scratch folder: the manifest differs with CHORUS_BENCHMARKS set.
 bench: deps
 	CHORUS_BENCHMARKS=1 swift package --scratch-path .build-bench --disable-sandbox benchmark
+
+# Part of `make test` (so CI builds them and they cannot rot): the benchmark executables, debug.
+bench-build: deps
+	CHORUS_BENCHMARKS=1 swift build --scratch-path .build-bench --product MediaPath
+	CHORUS_BENCHMARKS=1 swift build --scratch-path .build-bench --product ControlPlane
 
 # Chorus and Janus 1.1.2 (Debian's janus: AudioBridge) under the same `chorus load` scenarios, in
 # one run on this machine; Janus in a network namespace the script creates (root: ip netns).
