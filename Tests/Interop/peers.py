@@ -10,6 +10,7 @@ import asyncio
 import fractions
 import json
 import math
+import socket
 import threading
 import time
 from typing import Any
@@ -228,4 +229,14 @@ class EventStream:
                 self.cond.wait(remaining)
 
     def close(self) -> None:
+        # The reader thread sits in a read that holds the response's buffer lock, so a plain close
+        # would wait for the server's next event or keep-alive comment (up to 15 s); shutting the
+        # socket down first ends that read at once.
+        connection = getattr(self.response.raw, "connection", None)
+        sock = getattr(connection, "sock", None)
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
         self.response.close()
