@@ -1,6 +1,7 @@
 # Chorus — the two commands are `make run` and `make test`; everything they need is installed here.
 SHELL := /bin/bash
-# chromium: the headless browser of the web client's end-to-end test (Tests/Interop/test_browser.py).
+# chromium: the headless browser of the web client's end-to-end test (Tests/Interop/test_browser.py)
+# and the H.264 publisher and viewer of Tests/Interop/test_h264_forward.py.
 # janus, iproute2, curl: the Janus peer of `chorus load --target janus` (Tests/Interop/test_load_janus.py
 # and `make bench-compare`), run in a network namespace.
 APT_PACKAGES := libopus-dev libvpx-dev libsrtp2-dev libssl-dev libsqlite3-dev pkg-config chromium janus iproute2 curl

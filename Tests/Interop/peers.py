@@ -10,6 +10,7 @@ import asyncio
 import fractions
 import json
 import math
+import socket
 import threading
 import time
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 import aioice.ice
 import numpy
 import requests
-from aiortc import RTCBundlePolicy, RTCConfiguration, RTCPeerConnection, RTCSessionDescription
+from aiortc import RTCBundlePolicy, RTCConfiguration, RTCPeerConnection, RTCRtpReceiver, RTCSessionDescription
 from aiortc.mediastreams import AudioStreamTrack, VideoStreamTrack
 from av import AudioFrame, VideoFrame
 
@@ -95,10 +96,14 @@ def nearest_colour(rgb: tuple[float, float, float], palette: dict[str, tuple[int
 
 class Peer:
     """One aiortc participant: audio (tone) + camera + `slots` receive-only video m-lines (the
-    server's video slots). Records what it decodes: `audio`, and `video` per receiving mid."""
+    server's video slots). Records what it decodes: `audio`, and `video` per receiving mid.
+
+    `camera=False` leaves the camera out (a viewer only). `slot_codec` (a mimeType such as
+    "video/H264") offers only that codec (and RTX) on the slots, in aiortc's order, instead of
+    aiortc's VP8 first."""
 
     def __init__(self, frequency: float = 440.0, rgb=(255, 0, 0), video: bool = True, slots: int = 2,
-                 amplitude: float = 8000):
+                 amplitude: float = 8000, camera: bool = True, slot_codec: str | None = None):
         # max-bundle: every transceiver shares one transport from the start. With aiortc's default
         # (balanced) the 2nd and later video transceivers ride the first video one's transport, which
         # setRemoteDescription discards when it applies BUNDLE, so only one video m-line would ever
@@ -106,9 +111,14 @@ class Peer:
         self.pc = RTCPeerConnection(RTCConfiguration(iceServers=[], bundlePolicy=RTCBundlePolicy.MAX_BUNDLE))
         self.pc.addTrack(ToneTrack(frequency, amplitude))
         if video:
-            self.pc.addTransceiver(ColorTrack(rgb), direction="sendonly")
+            if camera:
+                self.pc.addTransceiver(ColorTrack(rgb), direction="sendonly")
             for _ in range(slots):
-                self.pc.addTransceiver("video", direction="recvonly")
+                transceiver = self.pc.addTransceiver("video", direction="recvonly")
+                if slot_codec is not None:
+                    codecs = RTCRtpReceiver.getCapabilities("video").codecs
+                    transceiver.setCodecPreferences(
+                        [c for c in codecs if c.mimeType.lower() in (slot_codec.lower(), "video/rtx")])
         self.received: dict[str, int] = {}
         # Decoded audio as it arrives: (arrival time, mono float samples at 48 kHz).
         self.audio: list[tuple[float, numpy.ndarray]] = []
@@ -228,4 +238,14 @@ class EventStream:
                 self.cond.wait(remaining)
 
     def close(self) -> None:
+        # The reader thread sits in a read that holds the response's buffer lock, so a plain close
+        # would wait for the server's next event or keep-alive comment (up to 15 s); shutting the
+        # socket down first ends that read at once.
+        connection = getattr(self.response.raw, "connection", None)
+        sock = getattr(connection, "sock", None)
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
         self.response.close()

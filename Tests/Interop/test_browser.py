@@ -20,128 +20,18 @@ answers the browser's checks from wherever they come, but both keep the run on l
 
 from __future__ import annotations
 
-import base64
-import json
-import shutil
-import subprocess
-import time
 from pathlib import Path
-from typing import Any, Callable
-from urllib.parse import quote
 
 import pytest
-import requests
-import websocket
 
+from chromium import Chromium, Page, wait_for
 from conftest import REPO_ROOT, ChorusServer
 
-WAIT = 20.0  # bound of every wait
 ROOM = "browser-room"
 USERS = ("alice", "bob")
 SCREENSHOT = REPO_ROOT / "test-output" / "browser-call.png"
-CHROMIUM_FLAGS = [
-    "--headless=new", "--no-sandbox", "--remote-debugging-port=0",
-    "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
-    "--allow-loopback-in-peer-connection", "--disable-features=WebRtcHideLocalIpsWithMdns",
-    # Two tabs, one in the background: neither may be throttled while the test watches it.
-    "--disable-background-timer-throttling", "--disable-renderer-backgrounding",
-    "--disable-backgrounding-occluded-windows", "--autoplay-policy=no-user-gesture-required",
-    "--no-first-run", "--no-default-browser-check", "--disable-gpu", "--mute-audio", "--window-size=1280,900",
-]
-
-
-def wait_for(what: str, probe: Callable[[], Any], timeout: float = WAIT, detail: Callable[[], Any] = lambda: ""):
-    """Polls `probe` until it returns something truthy; fails naming `what` after `timeout`."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"{what}: not within {timeout:.0f} s. {detail()}")
-        time.sleep(0.2)
-
-
-class Page:
-    """One browser tab over its own DevTools websocket: evaluate JavaScript, take screenshots."""
-
-    def __init__(self, url: str):
-        self.socket = websocket.create_connection(url, timeout=WAIT, suppress_origin=True)
-        self.next_id = 0
-        self.console: list[str] = []
-        self.call("Runtime.enable")
-        self.call("Page.enable")
-
-    def call(self, method: str, **params: Any) -> dict:
-        """Sends one command and returns its result; events read meanwhile keep console lines."""
-        self.next_id += 1
-        self.socket.send(json.dumps({"id": self.next_id, "method": method, "params": params}))
-        while True:
-            message = json.loads(self.socket.recv())
-            if message.get("id") == self.next_id:
-                if "error" in message:
-                    raise AssertionError(f"{method}: {message['error']}")
-                return message["result"]
-            if message.get("method") == "Runtime.consoleAPICalled":
-                args = message["params"]["args"]
-                self.console.append(" ".join(str(a.get("value", a.get("description", ""))) for a in args))
-
-    def evaluate(self, expression: str) -> Any:
-        """The JSON value of `expression` (awaited when it is a promise)."""
-        result = self.call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
-        if "exceptionDetails" in result:
-            raise AssertionError(f"{expression}: {result['exceptionDetails']}")
-        return result["result"].get("value")
-
-    def chorus(self) -> dict:
-        """The page's `window.chorus` state (functions left out)."""
-        return self.evaluate("JSON.parse(JSON.stringify(window.chorus || null))") or {}
-
-    def screenshot(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(base64.b64decode(self.call("Page.captureScreenshot", format="png")["data"]))
-
-    def close(self) -> None:
-        self.socket.close()
-
-
-class Chromium:
-    """A headless Chromium on a fresh profile, its DevTools port read from the profile folder."""
-
-    def __init__(self, profile: Path, log_path: Path):
-        binary = shutil.which("chromium") or shutil.which("chromium-browser")
-        if binary is None:
-            pytest.fail("chromium is not installed (`make deps` installs it)")
-        self.log = open(log_path, "w", encoding="utf-8")
-        self.process = subprocess.Popen(
-            [binary, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "about:blank"],
-            stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-        active = profile / "DevToolsActivePort"
-        wait_for("Chromium's DevTools port", lambda: active.exists() and len(active.read_text().split()) >= 2,
-                 detail=lambda: log_path.read_text(errors="replace")[-3000:])
-        self.port = int(active.read_text().split()[0])
-        self.pages: list[Page] = []
-
-    def open(self, url: str) -> Page:
-        """A new tab at `url`, once its page has loaded and run app.js."""
-        new_tab = f"http://127.0.0.1:{self.port}/json/new?{quote(url, safe=':/')}"
-        target = requests.put(new_tab, timeout=WAIT).json()
-        page = Page(target["webSocketDebuggerUrl"])
-        self.pages.append(page)
-        wait_for(f"{url} loaded", lambda: page.evaluate(
-            "document.readyState === 'complete' && typeof window.chorus === 'object'"))
-        return page
-
-    def close(self) -> None:
-        for page in self.pages:
-            page.close()
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self.log.close()
+# The page has loaded and run app.js.
+CLIENT_READY = "document.readyState === 'complete' && typeof window.chorus === 'object'"
 
 
 @pytest.fixture
@@ -176,7 +66,7 @@ def shows(page: Page, user: str) -> dict | None:
 
 def test_two_browser_tabs_hear_and_see_each_other(demo_server, chromium):
     server = demo_server
-    pages = {user: chromium.open(server.url(f"/?room={ROOM}&user={user}")) for user in USERS}
+    pages = {user: chromium.open(server.url(f"/?room={ROOM}&user={user}"), ready=CLIENT_READY) for user in USERS}
     state = lambda: {user: {**page.chorus(), "console": page.console[-5:]} for user, page in pages.items()}
 
     # Join through the page's own form, as a person would.
