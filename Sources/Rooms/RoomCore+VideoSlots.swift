@@ -23,10 +23,10 @@ extension RoomCore {
             guard let video = participants[subscriber]?.video, !video.slots.isEmpty,
                   participants[subscriber]?.state == .established
             else { continue }
-            let codecs = Set(video.slots.map(\.codec))
-            let candidates = publishers.filter { participants[$0]?.video.publisher.map { codecs.contains($0.codec) } ?? false }
+            // Each camera only in a slot of its own codec (a viewer's slots may differ: VP8 and H.264).
             let wanted = SlotAssignment.assign(
-                slots: video.slots.count, subscriber: subscriber, publishers: candidates, pinned: video.pinned,
+                slotKinds: video.slots.map(\.codec), subscriber: subscriber, publishers: publishers,
+                kind: { participants[$0]?.video.publisher?.codec }, pinned: video.pinned,
                 recentSpeakers: recentSpeakers, current: video.slots.map(\.assigned))
             var changed = false
             for (index, target) in wanted.enumerated() where video.slots[index].assigned != target {
@@ -101,9 +101,16 @@ extension RoomCore {
         reassignSlots(now: now)
     }
 
-    /// Per tick: throttled keyframe requests, NACKs for packets lost on the way in, the
-    /// inactivity check, and the bandwidth estimates passed on to publishers (once a second).
+    /// How long a slot waits for its new publisher's keyframe before asking again: a PLI can
+    /// be lost, and publishers that make keyframes only when asked (Chromium, aiortc) would
+    /// otherwise leave the slot on its old picture, or empty, until the next one.
+    static let keyframeRepeatNanoseconds: UInt64 = 1_000_000_000
+
+    /// Per tick: throttled keyframe requests (repeated for slots still waiting), NACKs for
+    /// packets lost on the way in, the inactivity check, and the bandwidth estimates passed on
+    /// to publishers (once a second).
     func videoTick(now: MediaTime) {
+        repeatKeyframeRequestsForWaitingSlots(now: now)
         var slotsChanged = false
         for callId in joinOrder {
             guard let publisher = participants[callId]?.video.publisher else { continue }
@@ -121,6 +128,21 @@ extension RoomCore {
             passEstimate(to: callId, now: now)
         }
         if slotsChanged { reassignSlots(now: now) }
+    }
+
+    /// Asks again each publisher some slot is switching to, once its last request is a second old.
+    private func repeatKeyframeRequestsForWaitingSlots(now: MediaTime) {
+        for (publisher, viewers) in slotViewers {
+            let waited = viewers.contains { viewer in
+                guard let slots = participants[viewer.subscriber]?.video.slots, slots.indices.contains(viewer.slot)
+                else { return false }
+                return slots[viewer.slot].pending == publisher
+            }
+            guard waited, let last = participants[publisher]?.video.publisher?.keyframes.lastSent,
+                  now.nanoseconds(since: last) >= Self.keyframeRepeatNanoseconds
+            else { continue }
+            requestKeyframe(from: publisher, now: now)
+        }
     }
 
     private func sendNACK(_ lost: [UInt16], to publisher: CallID) {

@@ -6,7 +6,8 @@ import ChorusCore
 /// keyframe that nobody asked for.
 public struct KeyframeRequestThrottle: Sendable, Equatable {
     public let interval: UInt64
-    private var lastSent: MediaTime?
+    /// When the last request was sent.
+    public private(set) var lastSent: MediaTime?
     public private(set) var isPending = false
 
     public init(intervalMilliseconds: UInt64 = 300) {

@@ -47,6 +47,23 @@ struct RoomCoreVideoTests {
         #expect(slotPackets(room, "ann").isEmpty)
     }
 
+    @Test func aLostKeyframeRequestIsRepeatedWhileASlotWaits() throws {
+        let room = try SimulatedRoom()
+        try room.join("ann", fixture: Self.fixture)
+        try room.join("cid", fixture: Self.fixture)
+        var camera = PeerCamera()
+        camera.requestsToLose = 1
+        var cameras = ["ann": camera]
+        room.talkAndShow(milliseconds: 3_000, cameras: &cameras)
+        let requests = room.peers["ann"]!.rtcpReceived.filter {
+            if case .pictureLossIndication = $0 { return true } else { return false }
+        }
+        #expect(requests.count >= 2, "the room asked \(requests.count) time(s)")
+        let first = try #require(slotPackets(room, "cid").first)
+        #expect(try VP8PayloadDescriptor(parsing: first.payload).isKeyFrame(payload: first.payload))
+        #expect(room.snapshot("cid")?.videoStatistics["slotSwitches"] == 1)
+    }
+
     @Test func aNACKIsAnsweredWithTheSamePacketOverRTX() throws {
         let (room, cameras) = try publisherAndViewer()
         let cid = room.peers["cid"]!

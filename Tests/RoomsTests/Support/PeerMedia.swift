@@ -71,6 +71,8 @@ struct PeerCamera {
     var timestamp: UInt32 = 90_000
     var pictureID: UInt16 = 100
     var keyframeRequestsSeen = 0
+    /// Keyframe requests to ignore first, as if they had been lost on the way.
+    var requestsToLose = 0
     /// Every packet sent, by sequence number, for checking retransmissions.
     private(set) var sent: [UInt16: [UInt8]] = [:]
     private(set) var keyframesSent = 0
@@ -82,8 +84,12 @@ struct PeerCamera {
             default: false
             }
         }.count
-        let keyframe = requests > keyframeRequestsSeen
+        var keyframe = requests > keyframeRequestsSeen
         keyframeRequestsSeen = requests
+        if keyframe, requestsToLose > 0 {
+            requestsToLose -= 1
+            keyframe = false
+        }
         if keyframe { keyframesSent += 1 }
         // X=1 S=1 PID=0; I=1; 15-bit picture ID; then the VP8 payload header (bit 0 clear on a
         // keyframe) and a body.
