@@ -36,18 +36,25 @@ public struct MediaPlan {
             throw .offerRejected(code: "unsupportedFingerprint", message: "no fingerprint with a supported hash")
         }
         let role: DTLSRole = analysis.localSetup == .active ? .client : .server
-        var ssrcs = Set<UInt32>()
-        func newSSRC() -> SSRC {
-            while true {
-                let value = UInt32.random(in: 1...UInt32.max, using: &generator)
-                if ssrcs.insert(value).inserted { return SSRC(value) }
-            }
+        // Every SSRC the answer needs, distinct, drawn first: a nested function or closure
+        // capturing the inout generator crashed ThreadSanitizer's instrumentation (`make tsan`).
+        let needed = 1 + analysis.slots.reduce(0) { $0 + ($1.codec.rtxPayloadType == nil ? 1 : 2) }
+        var drawn = Set<UInt32>()
+        var fresh: [SSRC] = []
+        while fresh.count < needed {
+            let value = UInt32.random(in: 1...UInt32.max, using: &generator)
+            if drawn.insert(value).inserted { fresh.append(SSRC(value)) }
         }
         let cname = "chorus-" + String(callId.rawValue.prefix(8))
-        let audio = OutgoingStream(ssrc: newSSRC(), streamID: "chorus", trackID: "mix")
-        let slots = analysis.slots.enumerated().map { index, slot in
-            OutgoingStream(ssrc: newSSRC(), rtxSSRC: slot.codec.rtxPayloadType == nil ? nil : newSSRC(),
-                           streamID: "chorus-slot\(index)", trackID: "slot\(index)")
+        let audio = OutgoingStream(ssrc: fresh[0], streamID: "chorus", trackID: "mix")
+        var slots: [OutgoingStream] = []
+        var next = 1
+        for (index, slot) in analysis.slots.enumerated() {
+            let ssrc = fresh[next]
+            let rtx = slot.codec.rtxPayloadType == nil ? nil : fresh[next + 1]
+            next += rtx == nil ? 1 : 2
+            slots.append(OutgoingStream(ssrc: ssrc, rtxSSRC: rtx, streamID: "chorus-slot\(index)",
+                                        trackID: "slot\(index)"))
         }
         slotStreams = slots
         transport = PeerTransportConfiguration(
