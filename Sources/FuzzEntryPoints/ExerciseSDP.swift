@@ -64,13 +64,12 @@ func exerciseAnswer(offer: SessionDescription, analysis: OfferAnalysis) {
     for index in offer.media.indices { consume(analysis.slotIndex(ofMLine: index)) }
     // The join's own derivation (credentials, fingerprints, SSRCs, clock rates, the answer):
     // refusals are errors, never traps.
-    var generator = SplitMix64(seed: 7)
     let plan: MediaPlan
     do {
         plan = try MediaPlan(
             analysis: analysis, certificateFingerprint: FuzzSDP.fingerprint.digest, candidateAddress: "203.0.113.7",
             candidatePort: 40_000, callId: FuzzSDP.callId, ntpReference: FuzzSDP.ntpReference, localICE: FuzzICE.server,
-            using: &generator)
+            seed: 7)
     } catch {
         switch error {
         case .offerRejected(let code, _): consume(code)

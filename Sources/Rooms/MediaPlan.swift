@@ -16,12 +16,16 @@ public struct MediaPlan {
     public let slotStreams: [OutgoingStream]
 
     /// `localICE` defaults to fresh credentials from OpenSSL's DRBG; SSRCs and the session ID
-    /// come from `generator`.
+    /// come from a generator seeded with `seed`.
     public init(
         analysis: OfferAnalysis, certificateFingerprint: [UInt8], candidateAddress: String, candidatePort: UInt16,
         callId: CallID, ntpReference: NTPClockReference, localICE: ICECredentials = .random(),
-        using generator: inout some RandomNumberGenerator
+        seed: UInt64 = .random(in: 0...UInt64.max)
     ) throws(JoinError) {
+        // SSRCs and the session ID need to be distinct, not secret: a seeded generator makes a
+        // plan reproducible (the fuzz harness), and a concrete one keeps ThreadSanitizer's
+        // instrumentation working (an inout generic generator crashed it, `make tsan`).
+        var generator = SplitMix64(seed: seed)
         let remoteICE: ICECredentials
         do {
             remoteICE = try ICECredentials(ufrag: analysis.iceUfrag, password: analysis.icePwd)
@@ -36,8 +40,7 @@ public struct MediaPlan {
             throw .offerRejected(code: "unsupportedFingerprint", message: "no fingerprint with a supported hash")
         }
         let role: DTLSRole = analysis.localSetup == .active ? .client : .server
-        // Every SSRC the answer needs, distinct, drawn first: a nested function or closure
-        // capturing the inout generator crashed ThreadSanitizer's instrumentation (`make tsan`).
+        // Every SSRC the answer needs, distinct, drawn first.
         let needed = 1 + analysis.slots.reduce(0) { $0 + ($1.codec.rtxPayloadType == nil ? 1 : 2) }
         var drawn = Set<UInt32>()
         var fresh: [SSRC] = []

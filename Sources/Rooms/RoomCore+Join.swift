@@ -31,12 +31,10 @@ extension RoomCore {
         } catch {
             throw .offerRejected(code: error.code, message: error.message)
         }
-        var random = SystemRandomNumberGenerator()
         let plan = try MediaPlan(
             analysis: analysis, certificateFingerprint: media.dtls.certificate.fingerprint,
             candidateAddress: media.candidateAddress, candidatePort: media.candidatePort, callId: request.callId,
-            ntpReference: NTPClockReference(mediaTime: time, ntp: NTPTimestamp(date: wallClock.date(at: time))),
-            using: &random)
+            ntpReference: NTPClockReference(mediaTime: time, ntp: NTPTimestamp(date: wallClock.date(at: time))))
         let participant = try makeParticipant(request, analysis: analysis, plan: plan, dtls: media.dtls, now: time)
         return step(at: time, &output) {
             participants[request.callId] = participant
