@@ -96,15 +96,12 @@ extension Array where Element == UInt8 {
 }
 
 extension Array where Element == UInt8 {
+    /// The slice reads, on the whole array (its offsets are then absolute).
     @inlinable
-    public func uint16(at offset: Int) -> UInt16 {
-        UInt16(self[offset]) << 8 | UInt16(self[offset + 1])
-    }
+    public func uint16(at offset: Int) -> UInt16 { self[...].uint16(at: offset) }
 
     @inlinable
-    public func uint32(at offset: Int) -> UInt32 {
-        UInt32(uint16(at: offset)) << 16 | UInt32(uint16(at: offset + 2))
-    }
+    public func uint32(at offset: Int) -> UInt32 { self[...].uint32(at: offset) }
 
     /// Appends `value` in network byte order.
     @inlinable

@@ -30,13 +30,10 @@ extension RoomCore {
     /// tick and the transports' timers.
     public func tick(now time: MediaTime, into output: inout RoomOutput) {
         step(at: time, &output) {
-            var grid = tickGrid
-            let due = grid.advance(at: time)
-            tickGrid = grid
+            let due = tickGrid.advance(at: time)
             for index in 0..<due.count {
-                audioTick(now: due.first.adding(nanoseconds: UInt64(index) &* grid.periodNanoseconds))
+                audioTick(now: due.first.adding(nanoseconds: UInt64(index) &* tickGrid.periodNanoseconds))
             }
-            now = time
             videoTick(now: time)
             pollTransports(now: time)
         }

@@ -131,7 +131,11 @@ extension RoomCore {
     }
 
     /// Asks again each publisher some slot is switching to, once its last request is a second old.
+    /// The scan over the slot index runs once a second, not every tick: the repeat interval is
+    /// a second anyway.
     private func repeatKeyframeRequestsForWaitingSlots(now: MediaTime) {
+        if let last = lastKeyframeRepeatScan, now.nanoseconds(since: last) < Self.keyframeRepeatNanoseconds { return }
+        lastKeyframeRepeatScan = now
         for (publisher, viewers) in slotViewers {
             let waited = viewers.contains { viewer in
                 guard let slots = participants[viewer.subscriber]?.video.slots, slots.indices.contains(viewer.slot)

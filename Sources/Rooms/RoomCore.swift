@@ -46,6 +46,8 @@ public final class RoomCore {
     /// For each publisher, the (subscriber, slot index) pairs showing it or switching to it:
     /// rebuilt when slots are reassigned, so a packet visits only its own viewers.
     var slotViewers: [CallID: [(subscriber: CallID, slot: Int)]] = [:]
+    /// When the video tick last looked for slots still waiting on a keyframe.
+    var lastKeyframeRepeatScan: MediaTime?
 
     /// What joins need from the process: the DTLS identity, the address announced in SDP
     /// candidates, and the mix encoders' settings.
