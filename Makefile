@@ -11,7 +11,7 @@ PY := $(VENV)/bin/python
 HTTP_PORT ?= 8080
 OUTPUT := test-output
 
-.PHONY: run test deps venv build build-release unit interop tsan bench bench-compare fuzz fuzz-smoke bench-build soak clean
+.PHONY: run test deps venv build build-release unit interop tsan bench bench-compare fuzz fuzz-smoke fuzz-campaign bench-build soak clean
 
 run: deps build-release
 	.build/release/chorus serve --db ./chorus.sqlite --demo --http-port $(HTTP_PORT)
@@ -111,6 +111,14 @@ fuzz: deps
 # Part of `make test` (so CI builds every harness and they cannot rot): each harness for
 # FUZZ_SMOKE_SECONDS from the committed corpus.
 FUZZ_SMOKE_SECONDS ?= 30
+# The long campaign (Fuzz/campaign.sh): CAMPAIGN_SECONDS (3600) per target, CAMPAIGN_JOBS (2) at a
+# time at nice 19, then the committed corpus becomes the minimised union; commit Fuzz/Corpus.
+fuzz-campaign: deps
+	@set -o pipefail; for t in $(FUZZ_TARGETS); do \
+	  $(FUZZ_BUILD) --product $$t 2>&1 | { grep -v 'ld.gold: warning: Cannot export local symbol' || true; } || exit 1; \
+	done
+	FUZZ_SCRATCH=$(FUZZ_SCRATCH) Fuzz/campaign.sh $(CAMPAIGN_TARGETS)
+
 fuzz-smoke:
 	$(MAKE) fuzz FUZZ_SECONDS=$(FUZZ_SMOKE_SECONDS)
 
