@@ -1,0 +1,98 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Testing
+
+/// Malformed HTTP framing over raw sockets: every framing mistake is a 4xx with the API's JSON
+/// error body, never a 500.
+@Suite("REST: HTTP framing and connection hygiene")
+struct HTTPFramingTests {
+    static let registration = "POST /v1/users/u1/registrations HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+
+    @Test func framingErrorsInsideABodyAre400s() async throws {
+        try await TestServer.with { server in
+            let notHex = try await server.raw(Self.registration + "Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n")
+            #expect(notHex.status == 400 && notHex.errorCode == "malformedChunk")
+            let overflow = try await server.raw(
+                Self.registration + "Transfer-Encoding: chunked\r\n\r\nffffffffffffffffff\r\n{}\r\n0\r\n\r\n")
+            #expect(overflow.status == 400 && overflow.errorCode == "malformedChunk")
+            // The client promises 100 bytes, sends 5 and closes its side.
+            let short = try await server.raw(Self.registration + "Content-Length: 100\r\n\r\n{\"a\":", halfClose: true)
+            #expect(short.status == 400 && short.errorCode == "incompleteBody")
+        }
+    }
+}
+
+/// Runs blocking socket work on a thread of its own (not the cooperative pool the server uses).
+func onThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try work() }) }.start()
+    }
+}
+
+extension TestServer {
+    /// Sends `text` as it is (no header added) and parses the answer; `halfClose` shuts the
+    /// sending side down after it.
+    func raw(_ text: String, halfClose: Bool = false) async throws -> Reply {
+        let port = self.port
+        let bytes = Data(text.utf8)
+        return try RawHTTP.parse(try await onThread { try RawSocket.exchange(port: port, bytes: bytes, halfClose: halfClose) })
+    }
+}
+
+/// Blocking client sockets with a receive timeout, for the framing tests.
+enum RawSocket {
+    static func connect(port: Int, timeoutSeconds: Int = 10) throws -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw RawHTTP.Failure(what: "socket") }
+        var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard connected == 0 else {
+            close(fd)
+            throw RawHTTP.Failure(what: "connect")
+        }
+        return fd
+    }
+
+    static func send(_ fd: Int32, _ bytes: Data) {
+        bytes.withUnsafeBytes { buffer in
+            var sent = 0
+            while sent < buffer.count {
+                let n = Glibc.send(fd, buffer.baseAddress! + sent, buffer.count - sent, Int32(MSG_NOSIGNAL))
+                if n <= 0 { break }  // the server answered and closed first
+                sent += n
+            }
+        }
+    }
+
+    /// Reads until the server closes (or the receive timeout); what it read.
+    static func readToEnd(_ fd: Int32, until marker: Data? = nil) -> Data {
+        var response = Data()
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = recv(fd, &chunk, chunk.count, 0)
+            if n <= 0 { break }
+            response.append(contentsOf: chunk[0..<n])
+            if let marker, response.range(of: marker) != nil { break }
+        }
+        return response
+    }
+
+    static func exchange(port: Int, bytes: Data, halfClose: Bool) throws -> Data {
+        let fd = try connect(port: port)
+        defer { close(fd) }
+        send(fd, bytes)
+        if halfClose { shutdown(fd, Int32(SHUT_WR)) }
+        return readToEnd(fd)
+    }
+}
