@@ -4,8 +4,9 @@ import Glibc
 #endif
 import Testing
 
-/// Malformed HTTP framing over raw sockets: every framing mistake is a 4xx with the API's JSON
-/// error body, never a 500.
+/// Malformed HTTP framing and clients that hold connections, over raw sockets: every framing
+/// mistake is a 4xx with the API's JSON error body (never a 500), and a stream ends when its
+/// client closes.
 @Suite("REST: HTTP framing and connection hygiene")
 struct HTTPFramingTests {
     static let registration = "POST /v1/users/u1/registrations HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
@@ -20,6 +21,20 @@ struct HTTPFramingTests {
             // The client promises 100 bytes, sends 5 and closes its side.
             let short = try await server.raw(Self.registration + "Content-Length: 100\r\n\r\n{\"a\":", halfClose: true)
             #expect(short.status == 400 && short.errorCode == "incompleteBody")
+        }
+    }
+
+    @Test func anEventStreamEndsWhenItsClientCloses() async throws {
+        try await TestServer.with { server in
+            #expect(try await server.request("POST", "/v1/rooms", json: ["roomId": "sse"]).status == 201)
+            let head = "GET /v1/rooms/sse/events HTTP/1.1\r\nHost: t\r\nAuthorization: \(TestServer.basic)\r\n\r\n"
+            // Half-closing is how a closed client looks to the server (it allows half-closure);
+            // the stream must end at once, not at the next keep-alive 15 s later (which a
+            // half-closed client would even receive).
+            let port = server.port
+            let (status, seconds) = try await onThread { try RawSocket.streamThenHalfClose(port: port, head: head) }
+            #expect(status == 200)
+            #expect(seconds < 3, "the server held the stream \(seconds) s after its client closed")
         }
     }
 }
@@ -94,5 +109,18 @@ enum RawSocket {
         send(fd, bytes)
         if halfClose { shutdown(fd, Int32(SHUT_WR)) }
         return readToEnd(fd)
+    }
+
+    /// Opens a stream with `head`, reads its status, half-closes, and times the server's close.
+    static func streamThenHalfClose(port: Int, head: String) throws -> (status: Int, seconds: Double) {
+        let fd = try connect(port: port)
+        defer { close(fd) }
+        send(fd, Data(head.utf8))
+        let start = readToEnd(fd, until: Data("\r\n\r\n".utf8))
+        let status = Int(String(decoding: start.prefix(12).suffix(3), as: UTF8.self)) ?? 0
+        let began = Date()
+        shutdown(fd, Int32(SHUT_WR))
+        _ = readToEnd(fd)
+        return (status, Date().timeIntervalSince(began))
     }
 }
