@@ -78,6 +78,7 @@ struct Serve: AsyncParsableCommand {
 
         let app = Application(
             router: api.makeRouter(),
+            server: ControlAPI.httpServer(),
             configuration: .init(address: .hostname(host, port: port), serverName: "chorus"),
             onServerRunning: { channel in
                 let bound = channel.localAddress?.port ?? port

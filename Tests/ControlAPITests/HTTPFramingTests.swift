@@ -5,8 +5,8 @@ import Glibc
 import Testing
 
 /// Malformed HTTP framing and clients that hold connections, over raw sockets: every framing
-/// mistake is a 4xx with the API's JSON error body (never a 500), and a stream ends when its
-/// client closes.
+/// mistake is a 4xx with the API's JSON error body (never a 500 or a bare 400), and a stream
+/// ends when its client closes.
 @Suite("REST: HTTP framing and connection hygiene")
 struct HTTPFramingTests {
     static let registration = "POST /v1/users/u1/registrations HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
@@ -21,6 +21,22 @@ struct HTTPFramingTests {
             // The client promises 100 bytes, sends 5 and closes its side.
             let short = try await server.raw(Self.registration + "Content-Length: 100\r\n\r\n{\"a\":", halfClose: true)
             #expect(short.status == 400 && short.errorCode == "incompleteBody")
+        }
+    }
+
+    @Test func framingErrorsBeforeARequestAreJSON() async throws {
+        try await TestServer.with { server in
+            let big = String(repeating: "a", count: 100 * 1024)
+            let headers = try await server.raw("GET /healthz HTTP/1.1\r\nHost: t\r\nX-Big: \(big)\r\n\r\n")
+            #expect(headers.status == 431 && headers.errorCode == "headersTooLarge")
+            #expect(headers.header("connection") == "close")
+            let both = try await server.raw(
+                Self.registration + "Content-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n")
+            #expect(both.status == 400 && both.errorCode == "malformedRequest")
+            let twice = try await server.raw(Self.registration + "Content-Length: 2\r\nContent-Length: 5\r\n\r\n{}")
+            #expect(twice.status == 400 && twice.errorCode == "malformedContentLength")
+            let metrics = try await server.request("GET", "/metrics", auth: nil)
+            #expect(String(decoding: metrics.body, as: UTF8.self).contains(#"code="headersTooLarge""#))
         }
     }
 

@@ -63,6 +63,7 @@ final class TestServer: Sendable {
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let app = Application(
             router: api.makeRouter(),
+            server: ControlAPI.httpServer(),
             configuration: .init(address: .hostname("127.0.0.1", port: 0)),
             onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) },
             logger: logger)

@@ -69,8 +69,8 @@ struct ErrorMiddleware: RouterMiddleware {
 
     /// The client's framing mistake that NIO's decoder met while a handler read the body (a
     /// chunk size that is not hex or overflows, a body cut short by the client's close): the
-    /// client's fault, so a 400 naming it, never a 500. (Errors before any request was read,
-    /// such as oversized headers or conflicting lengths, never reach the router.)
+    /// client's fault, so a 400 naming it, never a 500. Errors before any request was read
+    /// (oversized headers, conflicting lengths) are answered by `HTTPFramingErrorHandler`.
     static func parserError(_ error: HTTPParserError) -> APIError {
         switch error {
         case .headerOverflow:
