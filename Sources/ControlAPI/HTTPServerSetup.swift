@@ -6,12 +6,17 @@ import NIOHTTP1
 import NIOHTTPTypes
 
 extension ControlAPI {
-    /// The HTTP/1.1 server `chorus serve` runs the router on (and the API tests do): framing
-    /// errors met before a request reached the router (oversized headers, a Content-Length sent
-    /// with Transfer-Encoding or twice with different values, garbage) are answered with the
-    /// API's JSON error body by `HTTPFramingErrorHandler`, and counted.
-    public static func httpServer() -> HTTPServerBuilder {
-        var configuration = HTTP1Channel.Configuration(additionalChannelHandlers: [HTTPFramingErrorHandler()])
+    /// The HTTP/1.1 server `chorus serve` runs the router on (and the API tests do):
+    /// - framing errors met before a request reached the router (oversized headers, a
+    ///   Content-Length sent with Transfer-Encoding or twice with different values, garbage)
+    ///   are answered with the API's JSON error body by `HTTPFramingErrorHandler`, and counted;
+    /// - a connection that sends nothing complete for `idleTimeout` is closed: a slowloris
+    ///   client that dribbles a header byte at a time holds its socket that long and no longer.
+    ///   Streams being answered (Server-Sent Events) are not idle.
+    public static func httpServer(idleTimeout: Duration?) -> HTTPServerBuilder {
+        var configuration = HTTP1Channel.Configuration(
+            additionalChannelHandlers: [HTTPFramingErrorHandler()],
+            idleTimeout: idleTimeout.map { TimeAmount($0) })
         configuration.httpDecoder = .init(maxHeaderFieldSize: maxHeaderBytes, maxHeaderListSize: maxHeaderBytes)
         return .http1(configuration: configuration)
     }

@@ -5,8 +5,8 @@ import Glibc
 import Testing
 
 /// Malformed HTTP framing and clients that hold connections, over raw sockets: every framing
-/// mistake is a 4xx with the API's JSON error body (never a 500 or a bare 400), and a stream
-/// ends when its client closes.
+/// mistake is a 4xx with the API's JSON error body (never a 500 or a bare 400), a stream ends
+/// when its client closes, and a connection that never completes a request is closed.
 @Suite("REST: HTTP framing and connection hygiene")
 struct HTTPFramingTests {
     static let registration = "POST /v1/users/u1/registrations HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
@@ -51,6 +51,15 @@ struct HTTPFramingTests {
             let (status, seconds) = try await onThread { try RawSocket.streamThenHalfClose(port: port, head: head) }
             #expect(status == 200)
             #expect(seconds < 3, "the server held the stream \(seconds) s after its client closed")
+        }
+    }
+
+    @Test func aConnectionThatNeverCompletesARequestIsClosed() async throws {
+        try await TestServer.with(idleTimeout: .milliseconds(500)) { server in
+            let port = server.port
+            let seconds = try await onThread { try RawSocket.secondsUntilClosed(port: port, sending: "GET /heal") }
+            #expect(seconds < 3, "a partial request held its connection \(seconds) s")
+            #expect(try await server.request("GET", "/healthz", auth: nil).status == 200)
         }
     }
 }
@@ -138,5 +147,15 @@ enum RawSocket {
         shutdown(fd, Int32(SHUT_WR))
         _ = readToEnd(fd)
         return (status, Date().timeIntervalSince(began))
+    }
+
+    /// Sends the start of a request and never finishes it; seconds until the server closes.
+    static func secondsUntilClosed(port: Int, sending text: String) throws -> Double {
+        let fd = try connect(port: port)
+        defer { close(fd) }
+        let began = Date()
+        send(fd, Data(text.utf8))
+        _ = readToEnd(fd)
+        return Date().timeIntervalSince(began)
     }
 }
