@@ -23,14 +23,19 @@ public struct APIError: Error, HTTPResponseError, Sendable, Equatable {
     }
 
     func response() -> Response {
+        var headers = self.headers
+        headers[.contentType] = "application/json; charset=utf-8"
+        return Response(status: status, headers: headers, body: .init(byteBuffer: jsonBody()))
+    }
+
+    /// `{"error": {"code", "message"}}`.
+    func jsonBody() -> ByteBuffer {
         struct Body: Encodable {
             struct Inner: Encodable { var code: String; var message: String }
             var error: Inner
         }
         let data = (try? JSONBody.encoder.encode(Body(error: .init(code: code, message: message)))) ?? Data()
-        var headers = self.headers
-        headers[.contentType] = "application/json; charset=utf-8"
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        return ByteBuffer(bytes: data)
     }
 }
 

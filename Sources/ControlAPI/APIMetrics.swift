@@ -13,6 +13,11 @@ struct APIMetrics: Sendable {
     let roomQueueDatagrams = Gauge(label: "chorus_room_queue_datagrams")
 
     func countError(code: String) {
+        Self.countError(code: code)
+    }
+
+    /// Counts an error answer by its code, also for answers written outside the router.
+    static func countError(code: String) {
         Counter(label: "chorus_http_errors_total", dimensions: [("code", code)]).increment()
     }
 }

@@ -27,6 +27,8 @@ public struct ControlAPIConfiguration: Sendable {
 public final class ControlAPI: Sendable {
     /// Hard cap on any request body (the statistics route allows 256 KiB of it).
     public static let maxRequestBody = 1 << 20
+    /// Cap on a request's header section (NIO's decoder refuses more: 431 `headersTooLarge`).
+    public static let maxHeaderBytes = 80 * 1024
 
     public let database: ChorusDatabase
     public let registry: RoomRegistry

@@ -12,10 +12,13 @@ public struct ChorusRequestContext: RequestContext {
     public var principal: Principal?
     /// The client's IP address: the rate-limit key for anonymous requests.
     public let remoteAddress: String
+    /// The request's connection: a stream watches it for the client going away.
+    public let channel: any Channel
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         remoteAddress = source.channel.remoteAddress?.ipAddress ?? "unknown"
+        channel = source.channel
     }
 
     /// Hard cap on any request body; routes apply their own, smaller limits.

@@ -26,6 +26,8 @@ struct Serve: AsyncParsableCommand {
     var rateLimit: Double?
     @Option(help: "Seconds to stay up not-ready before stopping on SIGTERM (env CHORUS_DRAIN_SECONDS, default 0).")
     var drainSeconds: Double?
+    @Option(help: "Seconds an HTTP connection may sit without a complete request before it is closed; 0 = never (env CHORUS_HTTP_IDLE_TIMEOUT, default 60).")
+    var httpIdleTimeout: Double?
     @Option(help: "Bitrate of the room mix encoders in bit/s (env CHORUS_OPUS_BITRATE, default 32000).")
     var opusBitrate: Int?
     @Option(help: "Opus complexity 0-10 of the mix encoders (env CHORUS_OPUS_COMPLEXITY, default 5).")
@@ -53,6 +55,10 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("ports must be between 1 and 65535 (0 picks a free one)")
         }
         guard (0...3600).contains(drain) else { throw ValidationError("drain seconds must be between 0 and 3600") }
+        let idle = httpIdleTimeout ?? environment("HTTP_IDLE_TIMEOUT").flatMap { Double($0) } ?? 60
+        guard (0...86400).contains(idle) else {
+            throw ValidationError("the HTTP idle timeout must be between 0 and 86400 seconds")
+        }
 
         let db = try ChorusDatabase(path: database.path)
         let router = DatagramRouter()
@@ -78,6 +84,7 @@ struct Serve: AsyncParsableCommand {
 
         let app = Application(
             router: api.makeRouter(),
+            server: ControlAPI.httpServer(idleTimeout: idle > 0 ? .milliseconds(Int(idle * 1000)) : nil),
             configuration: .init(address: .hostname(host, port: port), serverName: "chorus"),
             onServerRunning: { channel in
                 let bound = channel.localAddress?.port ?? port

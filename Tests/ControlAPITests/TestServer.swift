@@ -46,7 +46,7 @@ final class TestServer: Sendable {
         self.task = task
     }
 
-    static func start(rateLimit: Double? = nil) async throws -> TestServer {
+    static func start(rateLimit: Double? = nil, idleTimeout: Duration? = nil) async throws -> TestServer {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("chorus-api-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let database = try ChorusDatabase(path: dir.appendingPathComponent("api.sqlite").path)
@@ -63,6 +63,7 @@ final class TestServer: Sendable {
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let app = Application(
             router: api.makeRouter(),
+            server: ControlAPI.httpServer(idleTimeout: idleTimeout),
             configuration: .init(address: .hostname("127.0.0.1", port: 0)),
             onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) },
             logger: logger)
@@ -81,8 +82,9 @@ final class TestServer: Sendable {
     }
 
     /// Runs `body` against a fresh server and stops it afterwards.
-    static func with(rateLimit: Double? = nil, _ body: (TestServer) async throws -> Void) async throws {
-        let server = try await start(rateLimit: rateLimit)
+    static func with(rateLimit: Double? = nil, idleTimeout: Duration? = nil,
+                     _ body: (TestServer) async throws -> Void) async throws {
+        let server = try await start(rateLimit: rateLimit, idleTimeout: idleTimeout)
         do {
             try await body(server)
         } catch {

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import NIOHTTP1
 import Storage
 
 /// The outermost middleware: turns every error a handler or an inner middleware throws into an
@@ -42,6 +43,8 @@ struct ErrorMiddleware: RouterMiddleware {
             return storageError(error)
         case is NIOTooManyBytesError:
             return .payloadTooLarge(limit: ControlAPI.maxRequestBody)
+        case let error as HTTPParserError:
+            return parserError(error)
         case is DecodingError:
             return .badRequest("invalidJson", "the body is not the JSON this endpoint takes")
         case let error as HTTPError:
@@ -61,6 +64,30 @@ struct ErrorMiddleware: RouterMiddleware {
         case .unavailable:
             return APIError(.serviceUnavailable, "storageUnavailable", "storage is busy; retry shortly",
                             headers: [.retryAfter: "1"])
+        }
+    }
+
+    /// The client's framing mistake that NIO's decoder met while a handler read the body (a
+    /// chunk size that is not hex or overflows, a body cut short by the client's close): the
+    /// client's fault, so a 400 naming it, never a 500. Errors before any request was read
+    /// (oversized headers, conflicting lengths) are answered by `HTTPFramingErrorHandler`.
+    static func parserError(_ error: HTTPParserError) -> APIError {
+        switch error {
+        case .headerOverflow:
+            return APIError(.requestHeaderFieldsTooLarge, "headersTooLarge",
+                            "the request headers exceed \(ControlAPI.maxHeaderBytes) bytes")
+        case .invalidEOFState, .closedConnection:
+            return .badRequest("incompleteBody", "the connection ended before the request body did")
+        case .invalidChunkSize:
+            return .badRequest("malformedChunk", "a chunk size of the chunked body is not a valid hexadecimal size")
+        case .invalidContentLength, .unexpectedContentLength:
+            return .badRequest("malformedContentLength",
+                               "Content-Length is invalid or repeated with another value")
+        case .unknown:
+            // What llhttp reports for, among others, Content-Length sent with Transfer-Encoding.
+            return .badRequest("malformedRequest", "the request's framing or headers are not valid HTTP/1.1")
+        default:
+            return .badRequest("malformedRequest", "the request is not valid HTTP/1.1: \(error)")
         }
     }
 

@@ -15,15 +15,31 @@ extension ControlAPI {
             let (_, room) = try await self.liveRoom(context, userMayRead: true)
             let lastID = HTTPField.Name("last-event-id").flatMap { request.headers[$0] }.flatMap { UInt64($0) }
             let (replay, live) = await room.subscribe(after: lastID)
+            let (items, continuation) = Self.withKeepAlive(live)
+            // The server allows half-closed connections, so a client that closes its socket is
+            // only noticed by the next failed write (a keep-alive, up to 15 s later): until then
+            // its descriptor and subscription stay. The watcher ends the stream at once instead.
+            // It is in place before the head of the answer leaves: a client that closes after
+            // seeing the head is always noticed.
+            let channel = context.channel
+            let watcher = ClientGoneWatcher { continuation.finish() }
+            try? await channel.pipeline.addHandler(watcher, position: .first).get()
             let body = ResponseBody { writer in
-                for event in replay { try await writer.write(Self.frame(event)) }
-                for await item in Self.withKeepAlive(live) {
-                    switch item {
-                    case .event(let event): try await writer.write(Self.frame(event))
-                    case .keepAlive: try await writer.write(ByteBuffer(string: ": keep-alive\n\n"))
+                do {
+                    for event in replay { try await writer.write(Self.frame(event)) }
+                    for await item in items {
+                        switch item {
+                        case .event(let event): try await writer.write(Self.frame(event))
+                        case .keepAlive: try await writer.write(ByteBuffer(string: ": keep-alive\n\n"))
+                        }
                     }
+                    try await writer.finish(nil)
+                } catch {
+                    continuation.finish()
+                    _ = try? await channel.pipeline.removeHandler(watcher).get()
+                    throw error
                 }
-                try await writer.finish(nil)
+                _ = try? await channel.pipeline.removeHandler(watcher).get()
             }
             return Response(status: .ok, headers: [
                 .contentType: "text/event-stream", .cacheControl: "no-cache",
@@ -40,8 +56,11 @@ extension ControlAPI {
         case keepAlive
     }
 
-    /// The room's events with a keep-alive tick merged in; ends when the room's stream ends.
-    static func withKeepAlive(_ live: AsyncStream<RoomEvent>) -> AsyncStream<StreamItem> {
+    /// The room's events with a keep-alive tick merged in; ends when the room's stream ends or
+    /// when the returned continuation is finished (the client went away).
+    static func withKeepAlive(_ live: AsyncStream<RoomEvent>)
+        -> (AsyncStream<StreamItem>, AsyncStream<StreamItem>.Continuation)
+    {
         let (merged, continuation) = AsyncStream.makeStream(of: StreamItem.self)
         let forward = Task {
             for await event in live { continuation.yield(.event(event)) }
@@ -57,6 +76,27 @@ extension ControlAPI {
             forward.cancel()
             ticks.cancel()
         }
-        return merged
+        return (merged, continuation)
+    }
+}
+
+/// Sits first in a streaming response's pipeline and calls `clientGone` when the client closes
+/// its side of the connection (end of input) or the connection drops, passing every event on.
+final class ClientGoneWatcher: ChannelInboundHandler, RemovableChannelHandler, Sendable {
+    typealias InboundIn = NIOAny
+    let clientGone: @Sendable () -> Void
+
+    init(clientGone: @escaping @Sendable () -> Void) {
+        self.clientGone = clientGone
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case ChannelEvent.inputClosed = event { clientGone() }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        clientGone()
+        context.fireChannelInactive()
     }
 }
