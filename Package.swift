@@ -138,7 +138,7 @@ let package = Package(
         .target(
             name: "ControlAPI",
             dependencies: [
-                "ChorusCore", "Auth", "Rooms", "Storage",
+                "ChorusCore", "Auth", "Rooms", "SDP", "Storage",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -4,11 +4,16 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Rooms
+import SDP
 import Storage
 
 extension ControlAPI {
-    /// Largest SDP offer accepted.
-    static let maxOfferBytes = 64 * 1024
+    /// Largest SDP offer accepted: the parser's own bound. A Chrome receive-only video section is
+    /// about 5 KB, so a listener asking for a room's 25 slots sends ~130 KB.
+    static let maxOfferBytes = SessionDescription.defaultMaximumBytes
+    /// A JSON join carries the offer escaped (each CRLF becomes 4 characters, so lines of 40
+    /// characters or more grow by at most 5 %) plus a few short fields.
+    static let maxJoinBodyBytes = maxOfferBytes + maxOfferBytes / 8 + 4096
 
     /// Joins a room with an SDP offer: JSON (`{"sdp", "userId"?, "displayName"?}`, answer in
     /// JSON) or WHIP (`Content-Type: application/sdp`, answer as `application/sdp`). The call row
@@ -65,9 +70,10 @@ extension ControlAPI {
             return JoinInput(offer: offer, userId: query["userId"].map(String.init),
                              displayName: try Self.displayName(query["displayName"].map(String.init)))
         }
-        guard let body = try await JSONBody.decode(JoinBody.self, &request, limit: Self.maxOfferBytes + 4096) else {
+        guard let body = try await JSONBody.decode(JoinBody.self, &request, limit: Self.maxJoinBodyBytes) else {
             throw APIError.badRequest("missingBody", "this request needs a JSON body with an sdp offer")
         }
+        guard body.sdp.utf8.count <= Self.maxOfferBytes else { throw APIError.payloadTooLarge(limit: Self.maxOfferBytes) }
         return JoinInput(offer: body.sdp, userId: body.userId, displayName: try Self.displayName(body.displayName))
     }
 
