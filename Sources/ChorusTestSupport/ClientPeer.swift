@@ -149,6 +149,7 @@ public final class ClientPeer {
             guard let dtls else { return [] }
             let output = dtls.handle(datagram, now: now)
             if case .connected(let keys) = output.event { srtp = try? OpenSSLSRTPTransform(keys) }
+            if case .closed = output.event { closedByServerAt = now }
             return output.datagrams.map { ($0, server) }
         case .rtp:
             var packet = datagram
@@ -170,6 +171,15 @@ public final class ClientPeer {
             refused += 1
         }
         return []
+    }
+
+    /// When the server's close_notify arrived; nil while the association is open.
+    public private(set) var closedByServerAt: MediaTime?
+
+    /// Hangs up as a browser does on `close()`: DTLS close_notify to the server.
+    public func hangUp() -> [Transmit] {
+        guard let dtls, let server else { return [] }
+        return dtls.close().datagrams.map { ($0, server) }
     }
 
     /// DTLS retransmissions due at `now`.

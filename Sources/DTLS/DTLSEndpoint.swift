@@ -97,6 +97,26 @@ public final class DTLSEndpoint {
         return step(now: now)
     }
 
+    /// Ends the association from our side: a close_notify alert (RFC 5246 §7.2.1, which DTLS
+    /// keeps) once the handshake is done, so that the peer learns at once that the call is over
+    /// instead of waiting for its consent to expire. Answers a peer's own close_notify too. In
+    /// any other state there is no association to close, and nothing is sent. Idempotent.
+    public func close() -> DTLSOutput {
+        guard state == .connected || (state == .closed && !sentCloseNotify) else {
+            if state == .handshaking { state = .closed }
+            nextDeadline = nil
+            return DTLSOutput()
+        }
+        ERR_clear_error()
+        _ = SSL_shutdown(ssl)
+        sentCloseNotify = true
+        state = .closed
+        nextDeadline = nil
+        return DTLSOutput(datagrams: drain())
+    }
+
+    private var sentCloseNotify = false
+
     /// Retransmits the last flight if OpenSSL's timer has expired.
     public func handleTimeout(now: MediaTime) -> DTLSOutput {
         guard state == .handshaking, let deadline = nextDeadline, now >= deadline else { return DTLSOutput() }

@@ -136,6 +136,9 @@ func checkICEAction(_ action: ICELiteAction, request: [UInt8]) {
     case .drop(let reason):
         consume(reason)
         return
+    case .keepalive(let renewed):
+        consume(renewed)
+        return
     }
     let message: STUNMessage
     do {

@@ -92,8 +92,8 @@ public struct ICEClientRole: Equatable, Sendable {
     /// tie-breaker wins (§7.3.1.1); we never switch roles ourselves. Anything else is nil
     /// (dropped). Never traps.
     public func respond(to datagram: [UInt8], from source: TransportAddress) -> [UInt8]? {
-        guard case .success(let request) = ICELiteAgent.bindingRequest(in: datagram),
-              responder.authenticate(request, from: source) == nil,
+        guard case .success(let request) = ICELiteAgent.bindingMessage(in: datagram),
+              request.type.messageClass == .request, responder.authenticate(request, from: source) == nil,
               request.priority != nil
         else { return nil }
         // Both sides claim one role: the larger tie-breaker keeps it (RFC 8445 §7.3.1.1).

@@ -12,6 +12,9 @@ public enum ICELiteAction: Equatable, Sendable {
     /// Send a Binding error response (`code` is its ERROR-CODE: 400, 401, 420 or 487). It
     /// carries MESSAGE-INTEGRITY when the request was authenticated.
     case error(bytes: [UInt8], to: TransportAddress, code: Int)
+    /// A Binding indication (RFC 8445 §11 keepalive): send nothing, and it is not a drop. It
+    /// renewed consent only when it came from the selected address signed with our password.
+    case keepalive(renewedConsent: Bool)
     /// Send nothing; count `reason` in metrics.
     case drop(reason: ICEDropReason)
 }
@@ -27,8 +30,6 @@ public enum ICEDropReason: Error, Hashable, Sendable, CaseIterable {
     case badFingerprint
     /// A response: an ICE-lite agent sends no requests, so it expects none.
     case notARequest
-    /// A Binding indication: a keepalive (RFC 8445 §11) that needs no answer.
-    case indication
     /// A request for a method other than Binding.
     case unsupportedMethod
     /// USERNAME is not `localUfrag:remoteUfrag`. RFC 8489 §9.1.3 would answer 401, but a

@@ -51,13 +51,21 @@ public struct ICELiteAgent: Equatable, Sendable {
     /// Never traps on any input; creates no state for a check that is not ours.
     public mutating func handle(_ datagram: [UInt8], from source: TransportAddress, now: MediaTime) -> ICELiteAction {
         let request: STUNMessage
-        switch Self.bindingRequest(in: datagram) {
+        switch Self.bindingMessage(in: datagram) {
         case .success(let message): request = message
         case .failure(let reason): return .drop(reason: reason)
         }
+        if request.type.messageClass == .indication { return keepalive(request, from: source, now: now) }
         if let refusal = authenticate(request, from: source) { return refusal }
         if let refusal = checkICEAttributes(request, from: source) { return refusal }
         return accept(request, from: source, now: now)
+    }
+
+    /// Authenticated media (SRTP or SRTCP that passed its auth tag) arrived from `source`: from
+    /// the selected address it renews consent like a check does. The caller authenticated it;
+    /// nothing unauthenticated may call this, or a spoofed source could aim media at a victim.
+    public mutating func refreshConsent(from source: TransportAddress, now: MediaTime) {
+        if source == nominatedAddress { consent.refresh(at: now) }
     }
 
     /// True once 30 s (the consent timeout) have passed since the last valid check from the
@@ -67,10 +75,10 @@ public struct ICELiteAgent: Equatable, Sendable {
     /// When the owner should next call `consentExpired(now:)`; nil before nomination.
     public var nextDeadline: MediaTime? { consent.deadline }
 
-    /// Parses and classifies: only a Binding request with a correct FINGERPRINT goes on. ICE
-    /// uses the FINGERPRINT mechanism for its checks, and RFC 8489 §7 then has the receiver
-    /// require the attribute, not just check it when present.
-    static func bindingRequest(in datagram: [UInt8]) -> Result<STUNMessage, ICEDropReason> {
+    /// Parses and classifies: only a Binding request or indication with a correct FINGERPRINT
+    /// goes on. ICE uses the FINGERPRINT mechanism for its checks, and RFC 8489 §7 then has the
+    /// receiver require the attribute, not just check it when present.
+    static func bindingMessage(in datagram: [UInt8]) -> Result<STUNMessage, ICEDropReason> {
         guard let first = datagram.first, STUNMessage.looksLikeSTUN(firstByte: first) else { return .failure(.notSTUN) }
         let message: STUNMessage
         do {
@@ -80,8 +88,7 @@ public struct ICELiteAgent: Equatable, Sendable {
         }
         guard message.fingerprintIsValid == true else { return .failure(.badFingerprint) }
         switch message.type.messageClass {
-        case .request: break
-        case .indication: return .failure(.indication)
+        case .request, .indication: break
         case .successResponse, .errorResponse: return .failure(.notARequest)
         }
         guard message.type.method == .binding else { return .failure(.unsupportedMethod) }
@@ -120,6 +127,19 @@ public struct ICELiteAgent: Equatable, Sendable {
         }
         if controlled { return refusal(.roleConflict, to: request, from: source, authenticated: true) }
         return nil
+    }
+
+    /// A Binding indication: libnice (GStreamer's `webrtcbin`) keeps its path alive with these
+    /// instead of checks. One signed with our password (USERNAME ours, MESSAGE-INTEGRITY valid)
+    /// from the selected address renews consent; an unsigned one is accepted as a keepalive but
+    /// renews nothing, since its source could be spoofed (RFC 7675 §5.1 wants consent proved).
+    /// Such peers still renew consent with their authenticated SRTP and SRTCP.
+    mutating func keepalive(_ indication: STUNMessage, from source: TransportAddress, now: MediaTime) -> ICELiteAction {
+        guard source == nominatedAddress, let username = indication.username,
+              username.elementsEqual(expectedUsername), indication.hasValidMessageIntegrity(key: localKey)
+        else { return .keepalive(renewedConsent: false) }
+        consent.refresh(at: now)
+        return .keepalive(renewedConsent: true)
     }
 
     /// Answers a valid check. USE-CANDIDATE selects `source` (the latest nomination wins, which

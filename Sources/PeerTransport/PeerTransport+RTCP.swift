@@ -30,7 +30,7 @@ extension PeerTransport {
     /// 1 s; WebRTC stacks send about once a second. Randomized ×[0.5, 1.5] (§6.3.5).
     static let reportIntervalNanoseconds: UInt64 = 1_000_000_000
 
-    func receiveRTCP(_ datagram: [UInt8], from source: TransportAddress)
+    func receiveRTCP(_ datagram: [UInt8], from source: TransportAddress, now: MediaTime)
         -> Result<TransportEvent?, TransportDropReason>
     {
         guard validated.contains(source) else { return drop(.notValidated) }
@@ -42,6 +42,7 @@ extension PeerTransport {
             return drop(error == .replayed ? .srtpReplay : .srtpAuthentication)
         }
         guard let compound = try? RTCPCompoundPacket(parsing: packet) else { return drop(.malformed) }
+        mediaArrived(from: source, now: now)
         counters.rtcpReceived &+= 1
         return .success(.rtcp(compound))
     }

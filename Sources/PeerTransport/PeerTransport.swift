@@ -84,7 +84,7 @@ public final class PeerTransport {
         case .stun: return receiveSTUN(datagram, from: source, now: now, transmits: &transmits)
         case .dtls: return receiveDTLS(datagram, from: source, now: now, transmits: &transmits)
         case .rtp: return receiveRTP(datagram, from: source, now: now)
-        case .rtcp: return receiveRTCP(datagram, from: source)
+        case .rtcp: return receiveRTCP(datagram, from: source, now: now)
         case .unknown: return drop(.unknownClass)
         }
     }
@@ -115,12 +115,16 @@ public final class PeerTransport {
         case .error(let bytes, let to, _):
             transmits.append((bytes, to))
             return drop(.iceRefused)
+        case .keepalive:
+            return .success(nil)
         case .drop:
             return drop(.iceRefused)
         }
     }
 
     var nominatedOnce = false
+    /// The server said goodbye (`close`): nothing more is sent.
+    var isClosed = false
     var lastReceiveTime = MediaTime(nanoseconds: 0)
     var dtlsStarted = false
 
@@ -176,6 +180,7 @@ public final class PeerTransport {
             return drop(error == .replayed ? .srtpReplay : .srtpAuthentication)
         }
         guard let rtp = try? RTPPacket(parsing: packet) else { return drop(.malformed) }
+        mediaArrived(from: source, now: now)
         let header = rtp.header
         counters.packetsReceived &+= 1
         counters.bytesReceived &+= UInt64(datagram.count)

@@ -1,5 +1,6 @@
 import ChorusCore
 import DTLS
+import ICELite
 
 /// What every room needs from the process to run media: the DTLS identity, the media port's
 /// sink and routing table, the address announced in SDP candidates, and the clock. Built once
@@ -13,10 +14,16 @@ public struct MediaEnvironment: Sendable {
     public let candidatePort: UInt16
     public let audio: AudioEncoding
     public let clock: any RoomClock
+    /// How long a participant may go without proving it is there (a consent check, or
+    /// authenticated media from its selected address) before its call ends with `timeout`;
+    /// also how long a join may take to see its first check. RFC 7675 §5.1: 30 s.
+    public let consentTimeoutNanoseconds: UInt64
 
     public init(dtls: DTLSContext, sink: any DatagramSink, routing: any MediaRouting, candidateAddress: String,
-                candidatePort: UInt16, audio: AudioEncoding = AudioEncoding(), clock: any RoomClock = SystemRoomClock()) {
+                candidatePort: UInt16, audio: AudioEncoding = AudioEncoding(), clock: any RoomClock = SystemRoomClock(),
+                consentTimeoutNanoseconds: UInt64 = ConsentFreshness.defaultTimeoutNanoseconds) {
         self.audio = audio
+        self.consentTimeoutNanoseconds = consentTimeoutNanoseconds
         self.dtls = dtls
         self.sink = sink
         self.routing = routing
@@ -27,7 +34,8 @@ public struct MediaEnvironment: Sendable {
 
     /// The part a room's core uses (joins and encodes, no I/O).
     var core: RoomCore.Media {
-        RoomCore.Media(dtls: dtls, candidateAddress: candidateAddress, candidatePort: candidatePort, audio: audio)
+        RoomCore.Media(dtls: dtls, candidateAddress: candidateAddress, candidatePort: candidatePort, audio: audio,
+                       consentTimeoutNanoseconds: consentTimeoutNanoseconds)
     }
 }
 

@@ -36,6 +36,14 @@ final class Participant {
         self.video = video
     }
 
+    /// Every stream we send this participant (the mix, each video slot and its RTX), for the
+    /// BYE that says goodbye.
+    var sentSources: [SSRC] {
+        [transport.configuration.rtcpSSRC] + video.slots.flatMap { slot in
+            [slot.rewriter.ssrc] + (slot.rtx.map { [$0.ssrc] } ?? [])
+        }
+    }
+
     func snapshot(endCause: EndCause? = nil) -> ParticipantSnapshot {
         ParticipantSnapshot(
             callId: callId, userId: userId, displayName: displayName, state: state, endCause: endCause,

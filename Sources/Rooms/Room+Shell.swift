@@ -14,9 +14,10 @@ extension Room {
     /// routing table follows the participants' paths, events are logged and published. Then
     /// the output is emptied (keeping its storage) and an empty room's timer stops.
     func carryOut() {
-        if !output.transmits.isEmpty { media?.sink.send(batch: output.transmits) }
-        for change in output.routing { apply(change) }
+        // Events first: a leave is said on the event stream before the peer's goodbye leaves.
         for event in output.events { publish(event) }
+        for change in output.routing { apply(change) }
+        if !output.transmits.isEmpty { media?.sink.send(batch: output.transmits) }
         output.removeAll()
         if core.activeCount == 0, let timer {
             timer.cancel()

@@ -35,7 +35,7 @@ extension RoomCore {
             analysis: analysis, certificateFingerprint: media.dtls.certificate.fingerprint,
             candidateAddress: media.candidateAddress, candidatePort: media.candidatePort, callId: request.callId,
             ntpReference: NTPClockReference(mediaTime: time, ntp: NTPTimestamp(date: wallClock.date(at: time))))
-        let participant = try makeParticipant(request, analysis: analysis, plan: plan, dtls: media.dtls, now: time)
+        let participant = try makeParticipant(request, analysis: analysis, plan: plan, media: media, now: time)
         return step(at: time, &output) {
             participants[request.callId] = participant
             joinOrder.append(request.callId)
@@ -50,13 +50,15 @@ extension RoomCore {
         }
     }
 
-    private func makeParticipant(_ request: JoinRequest, analysis: OfferAnalysis, plan: MediaPlan, dtls: DTLSContext,
+    private func makeParticipant(_ request: JoinRequest, analysis: OfferAnalysis, plan: MediaPlan, media: Media,
                                  now: MediaTime)
         throws(JoinError) -> Participant
     {
         let transport: PeerTransport
+        var configuration = plan.transport
+        configuration.consentTimeoutNanoseconds = media.consentTimeoutNanoseconds
         do {
-            transport = try PeerTransport(configuration: plan.transport, dtlsContext: dtls, now: now)
+            transport = try PeerTransport(configuration: configuration, dtlsContext: media.dtls, now: now)
         } catch {
             throw .internalFailure("DTLS setup: \(error)")
         }

@@ -120,12 +120,19 @@ extension RoomCore {
         output.routing.append(.unregister(ufrag: participant.ufrag, callId: callId))
         for address in participant.boundAddresses { output.routing.append(.unbind(address)) }
         let counters = participant.transport.counters
+        if cause == .timeout {
+            logger.info("consent expired: no check or authenticated media within the timeout",
+                        metadata: ["callId": "\(callId)", "userId": "\(participant.userId)"])
+        }
         emit("participant.ended", [
             "callId": .string(callId.rawValue), "userId": .string(participant.userId.rawValue),
             "endCause": .string(cause.rawValue), "established": .bool(participant.establishedAt != nil),
             "media": .object(counters.fields), "audio": .object(participant.audio.statistics.mapValues { .int($0) }),
             "video": .object(participant.video.statistics.fields.mapValues { .int($0) }),
         ])
+        // The leave is on the event stream; now the peer hears it too (BYE, close_notify),
+        // unless its DTLS failed, in which case there is no one to tell.
+        if cause != .failed { participant.transport.close(sources: participant.sentSources, now: now, transmits: &output.transmits) }
         return true
     }
 
@@ -142,6 +149,10 @@ extension RoomCore {
 enum RoomMetrics {
     static func drop(_ reason: TransportDropReason) {
         Counter(label: "chorus_media_dropped_total", dimensions: [("reason", reason.rawValue)]).increment()
+    }
+
+    static func goodbyeReceived() {
+        Counter(label: "chorus_rtcp_goodbye_received_total").increment()
     }
 
     static func handshakes(ok: Bool) {

@@ -89,6 +89,10 @@ extension RoomCore {
             answerNACK(nack, from: callId, now: now)
         case .receiverEstimatedMaximumBitrate(let remb):
             recordEstimate(remb.bitrate, from: callId, now: now)
+        case .goodbye:
+            // Not a leave: Chromium sends BYE on replaceTrack, some clients on mute. Counted;
+            // a call ends on DELETE, close_notify or consent expiry.
+            RoomMetrics.goodbyeReceived()
         default:
             return
         }

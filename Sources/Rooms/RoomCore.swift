@@ -1,6 +1,7 @@
 import AudioMixer
 import ChorusCore
 import DTLS
+import ICELite
 import Foundation
 import Logging
 
@@ -56,9 +57,12 @@ public final class RoomCore {
         public let candidateAddress: String
         public let candidatePort: UInt16
         public let audio: AudioEncoding
+        public let consentTimeoutNanoseconds: UInt64
 
         public init(dtls: DTLSContext, candidateAddress: String, candidatePort: UInt16,
-                    audio: AudioEncoding = AudioEncoding()) {
+                    audio: AudioEncoding = AudioEncoding(),
+                    consentTimeoutNanoseconds: UInt64 = ConsentFreshness.defaultTimeoutNanoseconds) {
+            self.consentTimeoutNanoseconds = consentTimeoutNanoseconds
             self.dtls = dtls
             self.candidateAddress = candidateAddress
             self.candidatePort = candidatePort

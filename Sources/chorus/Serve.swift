@@ -28,6 +28,8 @@ struct Serve: AsyncParsableCommand {
     var drainSeconds: Double?
     @Option(help: "Seconds an HTTP connection may sit without a complete request before it is closed; 0 = never (env CHORUS_HTTP_IDLE_TIMEOUT, default 60).")
     var httpIdleTimeout: Double?
+    @Option(help: "Seconds a participant may go without a consent check or authenticated media from its path before its call ends with timeout (env CHORUS_CONSENT_TIMEOUT, default 30, RFC 7675).")
+    var consentTimeout: Double?
     @Option(help: "Bitrate of the room mix encoders in bit/s (env CHORUS_OPUS_BITRATE, default 32000).")
     var opusBitrate: Int?
     @Option(help: "Opus complexity 0-10 of the mix encoders (env CHORUS_OPUS_COMPLEXITY, default 5).")
@@ -60,6 +62,11 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("the HTTP idle timeout must be between 0 and 86400 seconds")
         }
 
+        let consent = consentTimeout ?? environment("CONSENT_TIMEOUT").flatMap { Double($0) } ?? 30
+        guard (5...600).contains(consent) else {
+            throw ValidationError("the consent timeout must be between 5 and 600 seconds")
+        }
+
         let db = try ChorusDatabase(path: database.path)
         let router = DatagramRouter()
         let socket = MediaSocket(host: mediaHost ?? environment("MEDIA_HOST") ?? "0.0.0.0", port: media,
@@ -67,7 +74,8 @@ struct Serve: AsyncParsableCommand {
         let boundMedia = try await socket.bind()
         let mediaEnvironment = MediaEnvironment(
             dtls: try DTLSContext(certificate: DTLSCertificate()), sink: socket, routing: router,
-            candidateAddress: announced, candidatePort: UInt16(boundMedia), audio: try audioEncoding())
+            candidateAddress: announced, candidatePort: UInt16(boundMedia), audio: try audioEncoding(),
+            consentTimeoutNanoseconds: UInt64(consent * 1e9))
         let recorder = CallRecorder(database: db, logger: logger)
         let registry = RoomRegistry(logger: logger, media: mediaEnvironment, observer: recorder.observer)
         let demo = demo || environment("DEMO") == "1"

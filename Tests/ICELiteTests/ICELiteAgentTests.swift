@@ -26,7 +26,7 @@ struct ICELiteAgentTests {
         switch action {
         case .respond(let bytes, _), .respondAndNominate(let bytes, _), .error(let bytes, _, _):
             return (action, client.validateResponse(bytes, transactionID: id))
-        case .drop:
+        case .drop, .keepalive:
             return (action, nil)
         }
     }
@@ -127,6 +127,43 @@ struct ICELiteAgentTests {
         _ = check(useCandidate: false, at: .at(70))
         #expect(!agent.consentExpired(now: .at(70)))
         #expect(agent.nextDeadline == .at(100))
+    }
+
+    /// A Binding indication as libnice sends it (FINGERPRINT only), or signed with the server's
+    /// password as some stacks do.
+    func indication(signedWith password: String?) -> [UInt8] {
+        var builder = STUNMessageBuilder(type: .bindingIndication, transactionID: .random(), capacity: 128)
+        if let password {
+            builder.appendUsername(Array("\(Self.server.ufrag):\(Self.browser.ufrag)".utf8))
+            builder.appendMessageIntegrity(key: MessageIntegrity.shortTermKey(password: password))
+        }
+        builder.appendFingerprint()
+        return builder.finish()
+    }
+
+    @Test mutating func indicationsAreKeepalivesAndOnlySignedOnesFromTheSelectedAddressRenewConsent() {
+        let unsigned = indication(signedWith: nil)
+        let signed = indication(signedWith: Self.server.password)
+        let forged = indication(signedWith: "notTheServerPassword22")
+        // Before nomination nothing renews, but an indication is never a drop.
+        #expect(agent.handle(signed, from: Self.source, now: .at(1)) == .keepalive(renewedConsent: false))
+        _ = check(useCandidate: true, at: .at(10))
+        #expect(agent.handle(unsigned, from: Self.source, now: .at(20)) == .keepalive(renewedConsent: false))
+        #expect(agent.handle(forged, from: Self.source, now: .at(20)) == .keepalive(renewedConsent: false))
+        #expect(agent.handle(signed, from: Self.otherSource, now: .at(20)) == .keepalive(renewedConsent: false))
+        #expect(agent.nextDeadline == .at(40))
+        #expect(agent.handle(signed, from: Self.source, now: .at(20)) == .keepalive(renewedConsent: true))
+        #expect(agent.nextDeadline == .at(50))
+    }
+
+    @Test mutating func authenticatedMediaFromTheSelectedAddressRenewsConsent() {
+        agent.refreshConsent(from: Self.source, now: .at(5))
+        #expect(agent.nextDeadline == nil, "no consent before nomination")
+        _ = check(useCandidate: true, at: .at(10))
+        agent.refreshConsent(from: Self.otherSource, now: .at(30))
+        #expect(agent.nextDeadline == .at(40))
+        agent.refreshConsent(from: Self.source, now: .at(30))
+        #expect(agent.nextDeadline == .at(60))
     }
 
     @Test mutating func noConsentBeforeNominationAndFailedChecksDoNotRefresh() throws {

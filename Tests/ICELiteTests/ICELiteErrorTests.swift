@@ -101,7 +101,6 @@ struct ICELiteErrorTests {
             (Array(Self.request().dropLast(4)), .malformed),
             (Self.request(type: .bindingSuccessResponse), .notARequest),
             (Self.request(type: .bindingErrorResponse), .notARequest),
-            (Self.request(type: .bindingIndication), .indication),
             (Self.request(fingerprint: false), .badFingerprint),
             (Self.request(type: STUNMessageType(method: allocate, messageClass: .request)), .unsupportedMethod),
         ]

@@ -1,0 +1,35 @@
+import ChorusCore
+import RTCP
+
+extension PeerTransport {
+    /// Says goodbye when the server ends the call: an RTCP BYE (RFC 3550 §6.6) for `sources`,
+    /// the streams we send to this peer, in a compound led by a report and SDES CNAME (§6.1),
+    /// then DTLS close_notify. Browsers act on the close_notify at once (their
+    /// `RTCDtlsTransport` turns `closed`); without it they only notice when consent expires,
+    /// ~30 s later. After this, nothing more is sent. Idempotent.
+    public func close(sources: [SSRC], now: MediaTime, transmits: inout [Transmit]) {
+        guard !isClosed else { return }
+        if isConnected {
+            var compound = makeReport(now: now)
+            for chunk in stride(from: 0, to: sources.count, by: Goodbye.maximumSources) {
+                let part = sources[chunk..<min(chunk + Goodbye.maximumSources, sources.count)]
+                try? Goodbye(sources: RTCPItemList(part))?.serialize(into: &compound)
+            }
+            _ = sendRTCP(compound, transmits: &transmits)
+        }
+        let closing = dtls.close()
+        if let destination { for datagram in closing.datagrams { transmits.append((datagram, destination)) } }
+        isClosed = true
+        isConnected = false
+        srtp = nil
+    }
+
+    /// Authenticated media from the selected address is proof that the peer is alive and still
+    /// wants this path, as good as a consent check: some stacks (libnice, GStreamer's
+    /// `webrtcbin`) keep a path alive with media and Binding indications and send no checks
+    /// after connecting. Only packets that passed SRTP authentication call this, so no
+    /// stranger can keep a call alive by spoofing its address.
+    func mediaArrived(from source: TransportAddress, now: MediaTime) {
+        ice.refreshConsent(from: source, now: now)
+    }
+}

@@ -1,0 +1,119 @@
+import ChorusCore
+import ChorusTestSupport
+import RTCP
+import Rooms
+import Testing
+
+/// How calls end, driven through `RoomCore` with client peers on a simulated clock: the server
+/// says goodbye (RTCP BYE for every stream it sends, then DTLS close_notify) whenever it ends a
+/// call, a peer's close_notify ends its call at once, a BYE alone ends nothing, and a peer that
+/// proves it is alive only with authenticated media keeps its call.
+@Suite("RoomCore: leaving and liveness on a simulated clock")
+struct RoomCoreLeaveTests {
+    /// Every SSRC named in the BYEs `peer` received.
+    func goodbyes(_ peer: ClientPeer) -> Set<UInt32> {
+        Set(peer.rtcpReceived.flatMap { packet -> [UInt32] in
+            guard case .goodbye(let bye) = packet else { return [] }
+            return bye.sources.map(\.rawValue)
+        })
+    }
+
+    func endCause(_ room: SimulatedRoom, _ name: String) -> String? {
+        let id = room.callId(name).rawValue
+        for event in room.events where event.name == "participant.ended" {
+            if case .string(id)? = event.fields["callId"], case .string(let cause)? = event.fields["endCause"] {
+                return cause
+            }
+        }
+        return nil
+    }
+
+    @Test(arguments: [EndCause.kicked, .hungUp, .timeout, .serverShutdown])
+    func theServerSaysGoodbyeWhenItEndsACall(cause: EndCause) throws {
+        let room = try SimulatedRoom(seed: 7)
+        try room.join("ann", fixture: "aiortc-av-2slots.sdp")
+        try room.join("bob")
+        room.talk(milliseconds: 500)
+        let ann = room.peers["ann"]!
+        #expect(ann.closedByServerAt == nil && goodbyes(ann).isEmpty)
+        let endedAt = room.now
+        #expect(room.end("ann", cause: cause))
+        room.run(milliseconds: 100)
+        // The mix, both video slots and their RTX streams: every SSRC the answer gave ann.
+        let announced = Set(ann.answerSSRCs.values)
+        #expect(announced.count >= 3)
+        #expect(announced.isSubset(of: goodbyes(ann)), "BYE named \(goodbyes(ann)), the answer \(announced)")
+        let closedAt = try #require(ann.closedByServerAt, "no close_notify reached ann")
+        #expect(closedAt.nanoseconds(since: endedAt) < 50_000_000)
+        #expect(endCause(room, "ann") == cause.rawValue)
+        // Bob is still in his call and was told nothing.
+        #expect(room.peers["bob"]!.closedByServerAt == nil && room.snapshot("bob")?.state == .established)
+    }
+
+    @Test func closingTheRoomSaysGoodbyeToEveryone() throws {
+        let room = try SimulatedRoom(seed: 8)
+        for name in ["ann", "bob", "cid"] { try room.join(name) }
+        room.talk(milliseconds: 300)
+        #expect(room.core.close(cause: .roomClosed, now: room.now, into: &room.output))
+        room.carryOut()
+        room.run(milliseconds: 100)
+        for name in ["ann", "bob", "cid"] {
+            #expect(room.peers[name]!.closedByServerAt != nil, "\(name) was not told")
+            #expect(endCause(room, name) == "roomClosed")
+        }
+    }
+
+    @Test func aPeersCloseNotifyEndsItsCallAtOnceAsHungUp() throws {
+        let room = try SimulatedRoom(seed: 9)
+        try room.join("ann")
+        try room.join("bob")
+        room.talk(milliseconds: 300)
+        let hungUpAt = room.now
+        for transmit in room.peers["ann"]!.hangUp() { room.send(transmit, from: room.peers["ann"]!) }
+        room.run(milliseconds: 50)
+        #expect(endCause(room, "ann") == "hungUp")
+        let ended = try #require(room.events.first { $0.name == "participant.ended" })
+        #expect(ended.at.nanoseconds(since: hungUpAt) < 20_000_000)
+        #expect(room.snapshot("bob")?.state == .established)
+    }
+
+    @Test func aBYEFromThePeerIsNotALeave() throws {
+        let room = try SimulatedRoom(seed: 10)
+        try room.join("ann")
+        try room.join("bob")
+        room.talk(milliseconds: 300)
+        let ann = room.peers["ann"]!
+        var compound: [UInt8] = []
+        try ReceiverReport(ssrc: SSRC(ann.audioSSRC), reportBlocks: []).serialize(into: &compound)
+        try #require(Goodbye(sources: [SSRC(ann.audioSSRC)], reason: "replaceTrack")).serialize(into: &compound)
+        room.send(try #require(ann.rtcp(compound)), from: ann)
+        room.talk(milliseconds: 1_000)
+        #expect(endCause(room, "ann") == nil)
+        #expect(room.snapshot("ann")?.state == .established)
+        #expect(ann.closedByServerAt == nil)
+    }
+
+    /// libnice (GStreamer's webrtcbin) sends no consent checks after connecting, only media
+    /// and unsigned indications: the media must keep the call; silence on the path ends it.
+    @Test func authenticatedMediaKeepsConsentAndItsAbsenceEndsTheCallCleanly() throws {
+        let room = try SimulatedRoom(seed: 11)
+        try room.join("ann")
+        try room.join("bob")
+        room.say("ann", frequency: 500)
+        // 45 s with no checks after the join's: well past the 30 s consent timeout.
+        room.talk(milliseconds: 45_000)
+        #expect(endCause(room, "ann") == nil && endCause(room, "bob") == nil)
+        #expect(room.snapshot("ann")?.state == .established)
+        // Now ann goes silent on the wire (bob keeps sending): 30 s later her call times out,
+        // and she is told.
+        room.microphones["ann"] = nil
+        let silentAt = room.now
+        room.talk(milliseconds: 31_000)
+        #expect(endCause(room, "ann") == "timeout")
+        let ended = try #require(room.events.first { $0.name == "participant.ended" })
+        let after = Double(ended.at.nanoseconds(since: silentAt)) / 1e9
+        #expect(after > 29 && after < 31, "ended \(after) s after going silent")
+        #expect(room.peers["ann"]!.closedByServerAt != nil)
+        #expect(endCause(room, "bob") == nil)
+    }
+}
