@@ -85,7 +85,7 @@ bench-compare: deps build-release
 # the committed seeds (Fuzz/Corpus/<Name>/, read only) and a working corpus in $(FUZZ_SCRATCH);
 # a crashing input is written to Fuzz/Crashes/<Name>/: commit it, and FuzzReplayTests replays it
 # in every `make test`.
-FUZZ_TARGETS := FuzzSTUN FuzzRTP FuzzRTCP FuzzSDP FuzzDTLS FuzzDatagram
+FUZZ_TARGETS := FuzzSTUN FuzzRTP FuzzRTCP FuzzSDP FuzzDTLS FuzzDatagram FuzzTCPFraming
 FUZZ_SECONDS ?= 60
 FUZZ_SCRATCH ?= .build-fuzz
 # One combined -sanitize=fuzzer,address: swiftc keeps only the last of several -sanitize= flags, so

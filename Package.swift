@@ -61,6 +61,8 @@ let package = Package(
         .target(name: "STUN", dependencies: ["ChorusCore", "COpenSSL"], swiftSettings: strict),
         // ICE-lite server side and the client role for tests and load (sans-IO).
         .target(name: "ICELite", dependencies: ["STUN", "ChorusCore"], swiftSettings: strict),
+        // ICE-TCP (RFC 6544): RFC 4571 framing of media over TCP (sans-IO); the listener is in MediaSocket.
+        .target(name: "ICETCP", dependencies: ["ChorusCore"], swiftSettings: strict),
 
         // SDP offer/answer (RFC 8866, JSEP): offer analysis against Chorus's shape, answer builder.
         .target(name: "SDP", dependencies: ["ChorusCore"], swiftSettings: strict),
@@ -167,7 +169,7 @@ let package = Package(
             name: "FuzzEntryPoints",
             dependencies: [
                 "ChorusCore", "STUN", "ICELite", "RTP", "RTCP", "SDP", "SRTP", "DTLS", "PeerTransport", "MediaSocket",
-                "VideoForwarder", "Rooms",
+                "VideoForwarder", "Rooms", "ICETCP",
             ],
             swiftSettings: strict
         ),
@@ -192,6 +194,7 @@ let package = Package(
         .testTarget(name: "AuthTests", dependencies: ["Auth", "ChorusCore"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN", "ChorusCore"]),
         .testTarget(name: "ICELiteTests", dependencies: ["ICELite", "STUN", "ChorusCore"]),
+        .testTarget(name: "ICETCPTests", dependencies: ["ICETCP"]),
         .testTarget(
             name: "PeerTransportTests",
             dependencies: [
@@ -259,7 +262,7 @@ if ProcessInfo.processInfo.environment["CHORUS_BENCHMARKS"] != nil {
 // CHORUS_FUZZ is set (`make fuzz` builds them with --sanitize=fuzzer in .build-fuzz); libFuzzer
 // supplies `main`. Their inputs are replayed by FuzzReplayTests in every `make test`.
 if ProcessInfo.processInfo.environment["CHORUS_FUZZ"] != nil {
-    for name in ["FuzzSTUN", "FuzzRTP", "FuzzRTCP", "FuzzSDP", "FuzzDTLS", "FuzzDatagram"] {
+    for name in ["FuzzSTUN", "FuzzRTP", "FuzzRTCP", "FuzzSDP", "FuzzDTLS", "FuzzDatagram", "FuzzTCPFraming"] {
         package.targets.append(
             .executableTarget(
                 name: name, dependencies: ["FuzzEntryPoints"], path: "Fuzz/\(name)",

@@ -24,6 +24,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable, CustomStringConvertible 
     /// The per-datagram server path: RFC 7983 classifier, `DatagramRouter.route`, and
     /// `PeerTransport.receive` before ICE, after ICE, and connected (fuzz RTP/RTCP SRTP-protected).
     case datagram = "FuzzDatagram"
+    /// RFC 4571 deframing of a TCP media stream (ICE-TCP), cut into reads at random boundaries.
+    case tcpFraming = "FuzzTCPFraming"
 
     public var description: String { rawValue }
 
@@ -36,6 +38,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable, CustomStringConvertible 
         case .sdp: exerciseSDP(bytes)
         case .dtls: exerciseDTLS(bytes)
         case .datagram: exerciseDatagram(bytes)
+        case .tcpFraming: exerciseTCPFraming(bytes)
         }
     }
 }
