@@ -118,7 +118,7 @@ let package = Package(
         .target(
             name: "MediaSocket",
             dependencies: [
-                "ChorusCore", "STUN", "CUDP",
+                "ChorusCore", "STUN", "CUDP", "ICETCP",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

@@ -1,17 +1,24 @@
-/// An IP address and port, as the media edge sees a datagram's source or destination. IPv4 is
-/// kept in 4 bytes, IPv6 in 16, so the value is small, hashable and allocation-free to compare.
-/// The media socket converts NIO's `SocketAddress` to and from this at the edge.
+/// An IP address and port, as the media edge sees a datagram's source or destination, and
+/// whether it came over UDP or over an ICE-TCP connection (RFC 6544): the same IP and port over
+/// TCP is a different path, and what is sent to it goes down that connection. IPv4 is kept in
+/// 4 bytes, IPv6 in 16, so the value is small, hashable and allocation-free to compare. The
+/// media socket converts NIO's `SocketAddress` to and from this at the edge.
 public struct TransportAddress: Hashable, Sendable, CustomStringConvertible {
     public enum Family: UInt8, Sendable { case ipv4 = 4, ipv6 = 6 }
+    /// The transport a path runs on: datagrams on the media port, or RFC 4571 frames on a TCP
+    /// connection accepted on the media TCP port.
+    public enum Transport: UInt8, Sendable { case udp, tcp }
 
     public let family: Family
+    public let transport: Transport
     /// Address bytes in network order: the first 4 (IPv4) or all 16 (IPv6) are meaningful.
     public let high: UInt64
     public let low: UInt64
     public let port: UInt16
 
     /// nil unless `bytes` holds exactly 4 or 16 bytes.
-    public init?(bytes: [UInt8], port: UInt16) {
+    public init?(bytes: [UInt8], port: UInt16, transport: Transport = .udp) {
+        self.transport = transport
         switch bytes.count {
         case 4:
             family = .ipv4
@@ -38,7 +45,7 @@ public struct TransportAddress: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Parses dotted IPv4 ("192.0.2.1"); IPv6 text is parsed at the edge with the system's inet_pton.
-    public init?(ipv4 text: String, port: UInt16) {
+    public init?(ipv4 text: String, port: UInt16, transport: Transport = .udp) {
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 4 else { return nil }
         var bytes: [UInt8] = []
@@ -46,15 +53,16 @@ public struct TransportAddress: Hashable, Sendable, CustomStringConvertible {
             guard part.count <= 3, let value = UInt8(part) else { return nil }
             bytes.append(value)
         }
-        self.init(bytes: bytes, port: port)
+        self.init(bytes: bytes, port: port, transport: transport)
     }
 
     public var description: String {
+        let suffix = transport == .tcp ? "/tcp" : ""
         switch family {
-        case .ipv4: return bytes.map(String.init).joined(separator: ".") + ":\(port)"
+        case .ipv4: return bytes.map(String.init).joined(separator: ".") + ":\(port)" + suffix
         case .ipv6:
             let words = stride(from: 0, to: 16, by: 2).map { i in String(UInt16(bytes[i]) << 8 | UInt16(bytes[i + 1]), radix: 16) }
-            return "[" + words.joined(separator: ":") + "]:\(port)"
+            return "[" + words.joined(separator: ":") + "]:\(port)" + suffix
         }
     }
 }

@@ -11,24 +11,63 @@ import ServiceLifecycle
 /// participant, which hops to its room's queue. Sending is `DatagramSink.send`, callable from
 /// any thread: it writes on the calling thread (`DirectDatagramWriter`), not through NIO.
 ///
+/// With a TCP port (`tcpPort`), it also accepts ICE-TCP connections (`MediaTCPListener`), whose
+/// frames are routed like datagrams and whose peers' addresses carry transport `.tcp`; sends to
+/// such an address go down its connection.
+///
 /// Run as a Service: binds in `run()`, closes on graceful shutdown. `Sendable` without
-/// `@unchecked`: immutable, apart from the bound channel and writer behind a lock.
+/// `@unchecked`: immutable, apart from the bound channels and writer behind a lock.
 public final class MediaSocket: DatagramSink, Service {
     public let host: String
     public let port: Int
+    /// Where ICE-TCP listens, if anywhere.
+    public enum TCPPort: Sendable, Equatable {
+        case off
+        /// The UDP port's number (an ephemeral port if that is taken over TCP).
+        case sameAsUDP
+        case port(Int)
+    }
+
+    public let tcpPort: TCPPort
     let router: DatagramRouter
     let logger: Logger
     private let group: any EventLoopGroup
     private let bound: NIOLockedValueBoxChannel
+    let tcp: MediaTCPListener?
 
-    public init(host: String, port: Int, router: DatagramRouter, logger: Logger,
+    public init(host: String, port: Int, tcpPort: TCPPort = .off, router: DatagramRouter, logger: Logger,
                 group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) {
         self.host = host
         self.port = port
+        self.tcpPort = tcpPort
         self.router = router
         self.logger = logger
         self.group = group
         self.bound = NIOLockedValueBoxChannel()
+        self.tcp = tcpPort == .off ? nil : MediaTCPListener(router: router, logger: logger)
+    }
+
+    /// The port ICE-TCP listens on once bound; nil without ICE-TCP.
+    public var boundTCPPort: Int? { bound.tcpChannel()?.localAddress?.port }
+
+    /// Binds the ICE-TCP listener after the UDP socket bound `udpPort`.
+    private func bindTCP(udpPort: Int) async throws {
+        guard let tcp else { return }
+        let channel: any Channel
+        switch tcpPort {
+        case .off: return
+        case .sameAsUDP:
+            do {
+                channel = try await tcp.bind(host: host, port: udpPort, group: group)
+            } catch {
+                logger.warning("TCP port \(udpPort) is taken; ICE-TCP listens on another", metadata: ["error": "\(error)"])
+                channel = try await tcp.bind(host: host, port: 0, group: group)
+            }
+        case .port(let port):
+            channel = try await tcp.bind(host: host, port: port, group: group)
+        }
+        bound.setTCP(channel)
+        logger.info("media TCP listener bound", metadata: ["tcp": "\(host):\(channel.localAddress?.port ?? 0)"])
     }
 
     /// Binds the socket; returns the bound port (useful with port 0 in tests). The socket is
@@ -58,6 +97,7 @@ public final class MediaSocket: DatagramSink, Service {
         bound.set(channel, writer: writer)
         let actual = channel.localAddress?.port ?? port
         logger.info("media socket bound", metadata: ["udp": "\(host):\(actual)"])
+        try await bindTCP(udpPort: actual)
         return actual
     }
 
@@ -80,6 +120,8 @@ public final class MediaSocket: DatagramSink, Service {
     public func run() async throws {
         if bound.get() == nil { try await bind() }
         try? await gracefulShutdown()
+        try? await bound.tcpChannel()?.close()
+        tcp?.closeAll()
         try? await bound.get()?.close()
     }
 
@@ -90,6 +132,33 @@ public final class MediaSocket: DatagramSink, Service {
     /// Sends the batch from the calling thread, one sendmmsg per 64 datagrams (see
     /// `DirectDatagramWriter`); what the kernel refuses is counted as dropped.
     public func send(batch: [Transmit]) {
+        // One scan: ICE-TCP peers are the exception, and a batch without them goes out as is.
+        if let tcp, batch.contains(where: { $0.destination.transport == .tcp }) {
+            sendSplit(batch, tcp: tcp)
+            return
+        }
+        sendUDP(batch)
+    }
+
+    private func sendSplit(_ batch: [Transmit], tcp: MediaTCPListener) {
+        var udp: [Transmit] = []
+        var byConnection: [TransportAddress: [[UInt8]]] = [:]
+        for item in batch {
+            if item.destination.transport == .tcp {
+                byConnection[item.destination, default: []].append(item.datagram)
+            } else {
+                udp.append(item)
+            }
+        }
+        if !udp.isEmpty { sendUDP(udp) }
+        for (destination, datagrams) in byConnection {
+            let queued = tcp.send(datagrams, to: destination)
+            if queued < datagrams.count { MediaMetrics.droppedTCP.increment(by: datagrams.count - queued) }
+            MediaMetrics.datagramsOut.increment(by: queued)
+        }
+    }
+
+    private func sendUDP(_ batch: [Transmit]) {
         guard let writer = bound.writer() else {
             MediaMetrics.droppedOut.increment(by: batch.count)
             return
@@ -139,10 +208,13 @@ public final class MediaSocket: DatagramSink, Service {
 /// The bound channel and its writer, set once from `bind` and read from any thread, under a lock.
 final class NIOLockedValueBoxChannel: Sendable {
     private let bound = NIOLockedValueBox<(channel: (any Channel)?, writer: DirectDatagramWriter?)>((nil, nil))
+    private let tcp = NIOLockedValueBox<(any Channel)?>(nil)
 
     func set(_ channel: any Channel, writer: DirectDatagramWriter) {
         bound.withLockedValue { $0 = (channel, writer) }
     }
+    func setTCP(_ channel: any Channel) { tcp.withLockedValue { $0 = channel } }
+    func tcpChannel() -> (any Channel)? { tcp.withLockedValue { $0 } }
     func get() -> (any Channel)? { bound.withLockedValue { $0.channel } }
     func writer() -> DirectDatagramWriter? { bound.withLockedValue { $0.writer } }
 }
@@ -165,27 +237,37 @@ public enum MediaMetrics {
     static let bytesIn = Counter(label: "chorus_media_bytes_total", dimensions: [("direction", "in")])
     static let bytesOut = Counter(label: "chorus_media_bytes_total", dimensions: [("direction", "out")])
     static let droppedOut = Counter(label: "chorus_media_dropped_total", dimensions: [("reason", "unsendable")])
+    /// Sends to an ICE-TCP peer whose connection is gone or which is not reading fast enough.
+    static let droppedTCP = Counter(label: "chorus_media_dropped_total", dimensions: [("reason", "tcp_unwritable")])
+
+    static let tcpAccepted = Counter(label: "chorus_media_tcp_connections_total", dimensions: [("result", "accepted")])
+    static let tcpRefused = Counter(label: "chorus_media_tcp_connections_total", dimensions: [("result", "over_limit")])
 
     /// Counts a dropped inbound datagram by reason (bounded set of reason strings).
-    public static func drop(_ reason: String) {
-        Counter(label: "chorus_media_dropped_total", dimensions: [("reason", reason)]).increment()
+    public static func drop(_ reason: String, count: Int = 1) {
+        Counter(label: "chorus_media_dropped_total", dimensions: [("reason", reason)]).increment(by: count)
+    }
+
+    /// Counts an ICE-TCP connection the server closed, by reason (bounded set).
+    static func tcpClosed(_ reason: String) {
+        Counter(label: "chorus_media_tcp_closed_total", dimensions: [("reason", reason)]).increment()
     }
 }
 
 import NIOConcurrencyHelpers
 
 extension TransportAddress {
-    init?(_ address: SocketAddress) {
+    init?(_ address: SocketAddress, transport: Transport = .udp) {
         switch address {
         case .v4(let v4):
             let raw = UInt32(bigEndian: v4.address.sin_addr.s_addr)
             let bytes = [UInt8(raw >> 24), UInt8(truncatingIfNeeded: raw >> 16), UInt8(truncatingIfNeeded: raw >> 8),
                          UInt8(truncatingIfNeeded: raw)]
-            self.init(bytes: bytes, port: UInt16(bigEndian: v4.address.sin_port))
+            self.init(bytes: bytes, port: UInt16(bigEndian: v4.address.sin_port), transport: transport)
         case .v6(let v6):
             var storage = v6.address.sin6_addr
             let bytes = withUnsafeBytes(of: &storage) { Array($0) }
-            self.init(bytes: bytes, port: UInt16(bigEndian: v6.address.sin6_port))
+            self.init(bytes: bytes, port: UInt16(bigEndian: v6.address.sin6_port), transport: transport)
         default:
             return nil
         }

@@ -12,6 +12,8 @@ public struct MediaEnvironment: Sendable {
     public let routing: any MediaRouting
     public let candidateAddress: String
     public let candidatePort: UInt16
+    /// The ICE-TCP port announced as a passive TCP candidate; nil when ICE-TCP is off.
+    public let candidateTCPPort: UInt16?
     public let audio: AudioEncoding
     public let clock: any RoomClock
     /// How long a participant may go without proving it is there (a consent check, or
@@ -20,7 +22,8 @@ public struct MediaEnvironment: Sendable {
     public let consentTimeoutNanoseconds: UInt64
 
     public init(dtls: DTLSContext, sink: any DatagramSink, routing: any MediaRouting, candidateAddress: String,
-                candidatePort: UInt16, audio: AudioEncoding = AudioEncoding(), clock: any RoomClock = SystemRoomClock(),
+                candidatePort: UInt16, candidateTCPPort: UInt16? = nil, audio: AudioEncoding = AudioEncoding(),
+                clock: any RoomClock = SystemRoomClock(),
                 consentTimeoutNanoseconds: UInt64 = ConsentFreshness.defaultTimeoutNanoseconds) {
         self.audio = audio
         self.consentTimeoutNanoseconds = consentTimeoutNanoseconds
@@ -29,12 +32,14 @@ public struct MediaEnvironment: Sendable {
         self.routing = routing
         self.candidateAddress = candidateAddress
         self.candidatePort = candidatePort
+        self.candidateTCPPort = candidateTCPPort
         self.clock = clock
     }
 
     /// The part a room's core uses (joins and encodes, no I/O).
     var core: RoomCore.Media {
-        RoomCore.Media(dtls: dtls, candidateAddress: candidateAddress, candidatePort: candidatePort, audio: audio,
+        RoomCore.Media(dtls: dtls, candidateAddress: candidateAddress, candidatePort: candidatePort,
+                       candidateTCPPort: candidateTCPPort, audio: audio,
                        consentTimeoutNanoseconds: consentTimeoutNanoseconds)
     }
 }

@@ -19,7 +19,7 @@ public struct MediaPlan {
     /// come from a generator seeded with `seed`.
     public init(
         analysis: OfferAnalysis, certificateFingerprint: [UInt8], candidateAddress: String, candidatePort: UInt16,
-        callId: CallID, ntpReference: NTPClockReference, localICE: ICECredentials = .random(),
+        candidateTCPPort: UInt16? = nil, callId: CallID, ntpReference: NTPClockReference, localICE: ICECredentials = .random(),
         seed: UInt64 = .random(in: 0...UInt64.max)
     ) throws(JoinError) {
         // SSRCs and the session ID need to be distinct, not secret: a seeded generator makes a
@@ -63,12 +63,13 @@ public struct MediaPlan {
         transport = PeerTransportConfiguration(
             localICE: localICE, remoteICE: remoteICE, dtlsRole: role, remoteFingerprints: fingerprints,
             rtcpSSRC: audio.ssrc, cname: cname, clockRates: Self.clockRates(analysis), ntpReference: ntpReference)
-        let local = LocalParameters(
+        var local = LocalParameters(
             sessionID: UInt64.random(in: 1...UInt64(Int64.max), using: &generator), iceUfrag: localICE.ufrag,
             icePwd: localICE.password,
             fingerprint: CertificateFingerprint(hashFunction: "sha-256", digest: certificateFingerprint),
             candidateAddress: candidateAddress, candidatePort: candidatePort, cname: cname,
             audioStream: audio, slotStreams: slots)
+        local.candidateTCPPort = candidateTCPPort
         do {
             answer = try AnswerBuilder(analysis: analysis, local: local).buildText()
         } catch {

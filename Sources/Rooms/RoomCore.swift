@@ -58,10 +58,12 @@ public final class RoomCore {
         public let candidatePort: UInt16
         public let audio: AudioEncoding
         public let consentTimeoutNanoseconds: UInt64
+        public let candidateTCPPort: UInt16?
 
         public init(dtls: DTLSContext, candidateAddress: String, candidatePort: UInt16,
-                    audio: AudioEncoding = AudioEncoding(),
+                    candidateTCPPort: UInt16? = nil, audio: AudioEncoding = AudioEncoding(),
                     consentTimeoutNanoseconds: UInt64 = ConsentFreshness.defaultTimeoutNanoseconds) {
+            self.candidateTCPPort = candidateTCPPort
             self.consentTimeoutNanoseconds = consentTimeoutNanoseconds
             self.dtls = dtls
             self.candidateAddress = candidateAddress

@@ -30,6 +30,10 @@ public struct AnswerBuilder: Sendable {
     /// Priority of the single host candidate: type preference 126, local preference 65535,
     /// component 1 (RFC 8445 §5.1.2.1).
     public static let candidatePriority: UInt32 = 2_130_706_431
+    /// The passive TCP host candidate's priority (RFC 8445 §5.1.2.1 with RFC 6544 §4.2): host
+    /// type preference 126, local preference 2^13 × 4 (passive) + 8191, component 1. Below the
+    /// UDP candidate's, so a client uses TCP only when UDP fails.
+    public static let tcpCandidatePriority: UInt32 = 126 << 24 | (4 << 13 | 8_191) << 8 | 255
 
     public init(analysis: OfferAnalysis, local: LocalParameters) {
         self.analysis = analysis
@@ -97,15 +101,20 @@ public struct AnswerBuilder: Sendable {
         ConnectionData(addressType: local.isIPv6 ? "IP6" : "IP4", address: local.candidateAddress)
     }
 
-    var hostCandidate: Candidate {
-        Candidate(foundation: "1", component: 1, transport: "udp", priority: Self.candidatePriority,
-                  address: local.candidateAddress, port: local.candidatePort, type: "host")
+    /// The UDP host candidate, then the passive TCP one when ICE-TCP is on.
+    var hostCandidates: [Candidate] {
+        let udp = Candidate(foundation: "1", component: 1, transport: "udp", priority: Self.candidatePriority,
+                            address: local.candidateAddress, port: local.candidatePort, type: "host")
+        guard let tcpPort = local.candidateTCPPort else { return [udp] }
+        return [udp, Candidate(foundation: "2", component: 1, transport: "tcp", priority: Self.tcpCandidatePriority,
+                               address: local.candidateAddress, port: tcpPort, type: "host",
+                               extensionFields: ["tcptype", "passive"])]
     }
 
     /// ICE credentials, fingerprint and DTLS role, and in a media section (every accepted one)
     /// the candidate.
     func transportAttributes(inMediaSection: Bool) -> [Attribute] {
-        var attributes: [Attribute] = inMediaSection ? [.candidate(hostCandidate), .endOfCandidates] : []
+        var attributes: [Attribute] = inMediaSection ? hostCandidates.map { .candidate($0) } + [.endOfCandidates] : []
         attributes += [.iceUfrag(local.iceUfrag), .icePwd(local.icePwd), .fingerprint(local.fingerprint),
                        .setup(analysis.localSetup)]
         return attributes

@@ -36,6 +36,9 @@ public struct LocalParameters: Sendable, Hashable {
     public var candidateAddress: String
     /// The media UDP port.
     public var candidatePort: UInt16
+    /// The ICE-TCP port (RFC 6544), offered as a passive TCP host candidate after the UDP one;
+    /// nil when ICE-TCP is off.
+    public var candidateTCPPort: UInt16?
     /// RTCP CNAME of every stream the server sends (RFC 7022).
     public var cname: String
     /// The room's audio mix for this participant.
@@ -70,6 +73,7 @@ public struct LocalParameters: Sendable, Hashable {
         else { throw .invalidLocalParameter("fingerprint") }
         guard Self.isIPLiteral(candidateAddress) else { throw .invalidLocalParameter("candidateAddress") }
         guard candidatePort != 0 else { throw .invalidLocalParameter("candidatePort") }
+        guard candidateTCPPort != 0 else { throw .invalidLocalParameter("candidateTCPPort") }
         guard SDPSyntax.isVisible(cname), cname.utf8.count <= 255 else { throw .invalidLocalParameter("cname") }
         for stream in [audioStream] + slotStreams {
             guard Self.isMSIDToken(stream.streamID) else { throw .invalidLocalParameter("streamID") }

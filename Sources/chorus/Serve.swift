@@ -19,6 +19,8 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "HTTP port (env CHORUS_HTTP_PORT, default 8080; 0 picks a free one).") var httpPort: Int?
     @Option(help: "UDP media port for every participant (env CHORUS_MEDIA_PORT, default 10000; 0 picks one).")
     var mediaPort: Int?
+    @Option(help: "ICE-TCP port (RFC 6544) for clients whose network drops UDP (env CHORUS_MEDIA_TCP_PORT, default the UDP media port's number; 0 turns ICE-TCP off).")
+    var mediaTcpPort: Int?
     @Option(help: "UDP media listen address (env CHORUS_MEDIA_HOST, default 0.0.0.0).") var mediaHost: String?
     @Option(help: "Address announced in SDP candidates (env CHORUS_PUBLIC_IP, default 127.0.0.1).") var publicIp: String?
     @Option(help: "trace, debug, info, notice, warning, error or critical (env CHORUS_LOG_LEVEL).") var logLevel: String?
@@ -52,6 +54,10 @@ struct Serve: AsyncParsableCommand {
         let port = httpPort ?? environment("HTTP_PORT").flatMap { Int($0) } ?? 8080
         let media = mediaPort ?? environment("MEDIA_PORT").flatMap { Int($0) } ?? 10000
         let announced = publicIp ?? environment("PUBLIC_IP") ?? "127.0.0.1"
+        let tcpMedia = mediaTcpPort ?? environment("MEDIA_TCP_PORT").flatMap { Int($0) }
+        guard tcpMedia.map({ (0...65535).contains($0) }) ?? true else {
+            throw ValidationError("the media TCP port must be between 0 (off) and 65535")
+        }
         let drain = drainSeconds ?? environment("DRAIN_SECONDS").flatMap { Double($0) } ?? 0
         guard (0...65535).contains(port), (0...65535).contains(media) else {
             throw ValidationError("ports must be between 1 and 65535 (0 picks a free one)")
@@ -69,12 +75,18 @@ struct Serve: AsyncParsableCommand {
 
         let db = try ChorusDatabase(path: database.path)
         let router = DatagramRouter()
+        let tcpPort: MediaSocket.TCPPort = switch tcpMedia {
+        case nil: .sameAsUDP
+        case 0?: .off
+        case let port?: .port(port)
+        }
         let socket = MediaSocket(host: mediaHost ?? environment("MEDIA_HOST") ?? "0.0.0.0", port: media,
-                                 router: router, logger: logger)
+                                 tcpPort: tcpPort, router: router, logger: logger)
         let boundMedia = try await socket.bind()
         let mediaEnvironment = MediaEnvironment(
             dtls: try DTLSContext(certificate: DTLSCertificate()), sink: socket, routing: router,
-            candidateAddress: announced, candidatePort: UInt16(boundMedia), audio: try audioEncoding(),
+            candidateAddress: announced, candidatePort: UInt16(boundMedia),
+            candidateTCPPort: socket.boundTCPPort.map { UInt16($0) }, audio: try audioEncoding(),
             consentTimeoutNanoseconds: UInt64(consent * 1e9))
         let recorder = CallRecorder(database: db, logger: logger)
         let registry = RoomRegistry(logger: logger, media: mediaEnvironment, observer: recorder.observer)

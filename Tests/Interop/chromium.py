@@ -94,27 +94,44 @@ class Page:
 class Chromium:
     """A headless Chromium on a fresh profile, its DevTools port read from the profile folder."""
 
-    def __init__(self, profile: Path, log_path: Path):
+    def __init__(self, profile: Path, log_path: Path, namespace=None, extra_flags: list[str] = ()):
+        """`namespace` (a netns.Namespace) runs the browser on that network instead; its
+        DevTools port, which listens on the namespace's own loopback, is then forwarded to the
+        namespace's address by socat so the test can drive it from outside."""
         binary = shutil.which("chromium") or shutil.which("chromium-browser")
         if binary is None:
             pytest.fail("chromium is not installed (`make deps` installs it)")
         self.log_path = log_path
         self.log = open(log_path, "w", encoding="utf-8")
+        prefix = namespace.prefix() if namespace is not None else []
         self.process = subprocess.Popen(
-            [binary, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "about:blank"],
+            [*prefix, binary, *CHROMIUM_FLAGS, *extra_flags, f"--user-data-dir={profile}", "about:blank"],
             stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         active = profile / "DevToolsActivePort"
         wait_for("Chromium's DevTools port", lambda: active.exists() and len(active.read_text().split()) >= 2,
                  detail=lambda: log_path.read_text(errors="replace")[-3000:])
         self.port = int(active.read_text().split()[0])
+        self.host, self.inner_port = "127.0.0.1", self.port
+        if namespace is not None:
+            self.host, self.port = namespace.inner_ip, 9222
+            namespace.spawn(["socat", f"TCP-LISTEN:{self.port},bind={self.host},reuseaddr,fork",
+                             f"TCP:127.0.0.1:{self.inner_port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            wait_for("the DevTools forwarder", lambda: self._reachable())
         self.pages: list[Page] = []
+
+    def _reachable(self) -> bool:
+        try:
+            return requests.get(f"http://{self.host}:{self.port}/json/version", timeout=2).ok
+        except requests.RequestException:
+            return False
 
     def open(self, url: str, ready: str = "location.href !== 'about:blank' && document.readyState === 'complete'") -> Page:
         """A new tab at `url`, once the JavaScript `ready` is true in it. The default waits for the
         page itself: a new tab starts on about:blank, whose readyState is already complete."""
-        new_tab = f"http://127.0.0.1:{self.port}/json/new?{quote(url, safe=':/')}"
+        new_tab = f"http://{self.host}:{self.port}/json/new?{quote(url, safe=':/')}"
         target = requests.put(new_tab, timeout=WAIT).json()
-        page = Page(target["webSocketDebuggerUrl"])
+        socket_url = target["webSocketDebuggerUrl"].replace(f"127.0.0.1:{self.inner_port}", f"{self.host}:{self.port}")
+        page = Page(socket_url)
         self.pages.append(page)
         wait_for(f"{url} loaded", lambda: page.evaluate(ready))
         return page

@@ -1,0 +1,102 @@
+"""Network namespaces for tests that need a client on another network: a namespace joined to the
+test's own namespace by a veth pair on a private /30, with an nftables table of its own (to drop
+UDP, say), made and removed by the test. Needs root (CI runs as root) and iproute2 + nftables
+(installed by `make deps`). Nothing leaves the machine: the only route out of the namespace is
+the veth to the host side.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+from dataclasses import dataclass, field
+
+_counter = itertools.count()
+
+
+def run(*command: str) -> str:
+    result = subprocess.run(command, capture_output=True, text=True, timeout=20)
+    if result.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)}: {result.stderr.strip()}")
+    return result.stdout
+
+
+@dataclass
+class Namespace:
+    """`name`, reached from the host at `host_ip`; inside, its address is `inner_ip`."""
+
+    name: str
+    host_ip: str
+    inner_ip: str
+    veth: str
+    processes: list[subprocess.Popen] = field(default_factory=list)
+
+    @classmethod
+    def create(cls) -> "Namespace":
+        index = (os.getpid() * 7 + next(_counter)) % 16000
+        name, veth = f"chorus-t{index}", f"ch{index}"
+        subnet = f"10.{200 + index // 4000}.{(index // 16) % 250}.{(index % 16) * 16}"
+        base = subnet.rsplit(".", 1)
+        host_ip, inner_ip = f"{base[0]}.{int(base[1]) + 1}", f"{base[0]}.{int(base[1]) + 2}"
+        run("ip", "netns", "add", name)
+        try:
+            run("ip", "link", "add", veth, "type", "veth", "peer", "name", veth + "i")
+            run("ip", "link", "set", veth + "i", "netns", name)
+            run("ip", "addr", "add", f"{host_ip}/28", "dev", veth)
+            run("ip", "link", "set", veth, "up")
+            inside = ("ip", "netns", "exec", name)
+            run(*inside, "ip", "addr", "add", f"{inner_ip}/28", "dev", veth + "i")
+            run(*inside, "ip", "link", "set", veth + "i", "up")
+            run(*inside, "ip", "link", "set", "lo", "up")
+            # A default route via the host side: browsers find "the" local address by routing
+            # toward a public address (no packet is sent) and gather no candidate without one.
+            # The firewall below lets nothing out but to the host side.
+            run(*inside, "ip", "route", "add", "default", "via", host_ip)
+        except Exception:
+            subprocess.run(["ip", "link", "del", veth], capture_output=True)
+            subprocess.run(["ip", "netns", "del", name], capture_output=True)
+            raise
+        return cls(name, host_ip, inner_ip, veth)
+
+    def prefix(self) -> list[str]:
+        """The command prefix that runs a program inside."""
+        return ["ip", "netns", "exec", self.name]
+
+    def nft(self, ruleset: str) -> None:
+        subprocess.run([*self.prefix(), "nft", "-f", "-"], input=ruleset, text=True, check=True,
+                       capture_output=True, timeout=20)
+
+    def drop_udp(self) -> None:
+        """Every UDP datagram in or out of the namespace is dropped (a firewall that allows TCP
+        only); loopback inside stays open. Counted, so a test can show the rule was hit."""
+        self.nft("""
+            table inet chorus_test {
+                chain output { type filter hook output priority 0; policy accept;
+                    oifname "lo" accept
+                    meta l4proto udp counter drop
+                    ip daddr != %s drop
+                }
+                chain input { type filter hook input priority 0; policy accept;
+                    iifname "lo" accept
+                    meta l4proto udp counter drop
+                }
+            }""" % self.host_ip)
+
+    def dropped_udp_packets(self) -> int:
+        text = run(*self.prefix(), "nft", "list", "table", "inet", "chorus_test")
+        return sum(int(line.split("packets")[1].split()[0]) for line in text.splitlines() if "packets" in line)
+
+    def spawn(self, command: list[str], **kwargs) -> subprocess.Popen:
+        """Starts `command` inside; it is killed when the namespace is removed."""
+        process = subprocess.Popen([*self.prefix(), *command], start_new_session=True, **kwargs)
+        self.processes.append(process)
+        return process
+
+    def remove(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.kill()
+                process.wait(timeout=10)
+        subprocess.run(["ip", "link", "del", self.veth], capture_output=True, timeout=20)
+        subprocess.run(["ip", "netns", "del", self.name], capture_output=True, timeout=20)
