@@ -224,7 +224,8 @@ let package = Package(
         .testTarget(name: "StorageTests", dependencies: ["Storage", "ChorusCore"]),
         .testTarget(
             name: "MediaSocketTests",
-            dependencies: ["MediaSocket", "ChorusCore", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["MediaSocket", "ChorusCore", "STUN", .product(name: "Logging", package: "swift-log"),
+                           .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]
         ),
         .testTarget(
             name: "ControlAPITests",

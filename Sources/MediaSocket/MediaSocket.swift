@@ -120,6 +120,11 @@ public final class MediaSocket: DatagramSink, Service {
     public func run() async throws {
         if bound.get() == nil { try await bind() }
         try? await gracefulShutdown()
+        await closeAll()
+    }
+
+    /// Stops listening and closes every ICE-TCP connection and the UDP socket.
+    func closeAll() async {
         try? await bound.tcpChannel()?.close()
         tcp?.closeAll()
         try? await bound.get()?.close()
