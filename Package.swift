@@ -140,7 +140,7 @@ let package = Package(
         .target(
             name: "ControlAPI",
             dependencies: [
-                "ChorusCore", "Auth", "Rooms", "SDP", "Storage",
+                "ChorusCore", "Auth", "ICELite", "Rooms", "SDP", "Storage",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -18,7 +18,7 @@ import STUN
 public final class ClientPeer {
     public let name: String
     public let address: TransportAddress
-    public let credentials = ICECredentials.random()
+    public private(set) var credentials = ICECredentials.random()
     public let audioSSRC: UInt32
     public let videoSSRC: UInt32
     public let rtxSSRC: UInt32
@@ -126,6 +126,27 @@ public final class ClientPeer {
         }
     }
 
+    /// ICE restart (RFC 8445 §9): new credentials of ours; the re-offer carries them. The
+    /// server's new ones come with `acceptRestart(answer:)`; DTLS and SRTP stay.
+    public func restartICE() throws -> String {
+        credentials = ICECredentials.random()
+        return try offer()
+    }
+
+    /// The server's answer to a restart: its new credentials for our next checks.
+    public func acceptRestart(answer: String) throws(ClientPeerError) {
+        var ufrag: String?, pwd: String?
+        for raw in answer.split(whereSeparator: \.isNewline) {
+            let line = String(raw)
+            if ufrag == nil, line.hasPrefix("a=ice-ufrag:") { ufrag = String(line.dropFirst(12)) }
+            if pwd == nil, line.hasPrefix("a=ice-pwd:") { pwd = String(line.dropFirst(10)) }
+        }
+        guard let ufrag, let pwd, let remote = try? ICECredentials(ufrag: ufrag, password: pwd) else {
+            throw .answer("ICE credentials")
+        }
+        ice = ICEClientRole(local: credentials, remote: remote, tieBreaker: UInt64(audioSSRC))
+    }
+
     /// A Binding request with USE-CANDIDATE toward the server's candidate.
     public func connectivityCheck() -> Transmit? {
         guard let ice, let server else { return nil }
@@ -144,6 +165,8 @@ public final class ClientPeer {
             lastCheckOutcome = ice.validateResponse(datagram, transactionID: id)
             guard case .success = lastCheckOutcome, let dtls else { return [] }
             pendingCheck = nil
+            // After an ICE restart the association is already up: nothing to start.
+            if srtp != nil { return [] }
             return dtls.start(now: now).datagrams.map { ($0, server) }
         case .dtls:
             guard let dtls else { return [] }

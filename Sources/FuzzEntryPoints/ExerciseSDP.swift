@@ -16,6 +16,11 @@ public func exerciseSDP(_ bytes: [UInt8]) {
     exerciseOffer(parse: { () throws(SDPOfferError) in try SessionDescription(parsing: bytes) })
     // A tight size limit must refuse, not trap or truncate.
     consume(try? SessionDescription(parsing: bytes, maximumBytes: bytes.count / 2))
+    // The same text as a WHIP PATCH fragment (RFC 8840): parsed, every candidate read back.
+    if let fragment = try? TrickleICEFragment(parsing: text) {
+        for candidate in fragment.candidates { consume((candidate.value, candidate.tcpType)) }
+        consume((fragment.iceUfrag, fragment.icePwd, fragment.mids))
+    }
 }
 
 func exerciseOffer(parse: () throws(SDPOfferError) -> SessionDescription) {

@@ -1,4 +1,5 @@
 import ChorusCore
+import ICELite
 import RTCP
 
 extension PeerTransport {
@@ -23,6 +24,20 @@ extension PeerTransport {
         isConnected = false
         srtp = nil
     }
+
+    /// ICE restart (RFC 8445 §9): a new generation with new credentials on both sides. DTLS
+    /// and SRTP are kept, and media keeps flowing on the current path until the peer nominates
+    /// one of the new generation; if it does not within the consent timeout, the call ends as
+    /// a join that never completed would.
+    public func restartICE(local: ICECredentials, remote: ICECredentials, now: MediaTime) {
+        ice = ICELiteAgent(local: local, remote: remote, consentTimeoutNanoseconds: configuration.consentTimeoutNanoseconds)
+        iceStartedAt = now
+        nominatedOnce = false
+    }
+
+    /// The credentials of the current ICE generation.
+    public var localICE: ICECredentials { ice.local }
+    public var remoteICE: ICECredentials { ice.remote }
 
     /// Authenticated media from the selected address is proof that the peer is alive and still
     /// wants this path, as good as a consent check: some stacks (libnice, GStreamer's

@@ -57,6 +57,8 @@ public final class PeerTransport {
     /// Where our media goes: the nominated address (or, before nomination, the last validated).
     public internal(set) var destination: TransportAddress?
     let createdAt: MediaTime
+    /// When the current ICE generation began: the join, or the last restart.
+    var iceStartedAt: MediaTime
     var streams: [SSRC: ReceptionStatistics] = [:]
     var sending = SendingState()
     var nextReportAt: MediaTime?
@@ -71,6 +73,7 @@ public final class PeerTransport {
         self.dtls = try DTLSEndpoint(context: dtlsContext, role: configuration.dtlsRole,
                                      remoteFingerprints: configuration.remoteFingerprints)
         self.createdAt = now
+        self.iceStartedAt = now
         self.rtcpRandom = UInt64(configuration.rtcpSSRC.rawValue) | 1
     }
 
@@ -201,15 +204,16 @@ public final class PeerTransport {
         return nil
     }
 
-    /// No valid check within the timeout: since the last one, or since the join if none came.
+    /// No valid check within the timeout: since the last one, or since the join (or the last
+    /// ICE restart) if none came.
     func consentLost(now: MediaTime) -> Bool {
         if nominatedOnce { return ice.consentExpired(now: now) }
-        return now.nanoseconds(since: createdAt) >= configuration.consentTimeoutNanoseconds
+        return now.nanoseconds(since: iceStartedAt) >= configuration.consentTimeoutNanoseconds
     }
 
     /// The earliest time `poll` has work to do.
     public var nextDeadline: MediaTime {
-        let consent = ice.nextDeadline ?? createdAt.adding(nanoseconds: configuration.consentTimeoutNanoseconds)
+        let consent = ice.nextDeadline ?? iceStartedAt.adding(nanoseconds: configuration.consentTimeoutNanoseconds)
         return [dtls.nextDeadline, nextReportAt, consent].compactMap { $0 }.min() ?? consent
     }
 }

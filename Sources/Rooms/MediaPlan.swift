@@ -12,6 +12,9 @@ import SDP
 public struct MediaPlan {
     public let transport: PeerTransportConfiguration
     public let answer: String
+    /// What the answer was built from: kept by the participant to answer an ICE restart with
+    /// the same media and new credentials.
+    public let answerSource: AnswerSource
     /// The server's stream on each video slot, in `analysis.slots` order.
     public let slotStreams: [OutgoingStream]
 
@@ -70,6 +73,7 @@ public struct MediaPlan {
             candidateAddress: candidateAddress, candidatePort: candidatePort, cname: cname,
             audioStream: audio, slotStreams: slots)
         local.candidateTCPPort = candidateTCPPort
+        answerSource = AnswerSource(analysis: analysis, local: local)
         do {
             answer = try AnswerBuilder(analysis: analysis, local: local).buildText()
         } catch {
@@ -87,4 +91,10 @@ public struct MediaPlan {
         }
         return clockRates
     }
+}
+
+/// The offer's analysis and the server's parameters an answer is built from.
+public struct AnswerSource: Sendable {
+    public let analysis: OfferAnalysis
+    public var local: LocalParameters
 }

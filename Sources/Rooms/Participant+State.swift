@@ -18,14 +18,18 @@ final class Participant {
     var audioMuted = false
     var videoPaused = false
     let transport: PeerTransport
-    let ufrag: String
+    /// Our current ICE ufrag (a new one after each ICE restart), by which its STUN is routed.
+    var ufrag: String
+    /// What its answer was built from, to answer an ICE restart.
+    var answer: AnswerSource
     var boundAddresses: Set<TransportAddress> = []
     var srtpProfile: String?
     var audio: ParticipantAudio
     var video: ParticipantVideo
 
     init(callId: CallID, userId: UserID, displayName: String?, joinedAt: Date, transport: PeerTransport,
-         ufrag: String, audio: ParticipantAudio, video: ParticipantVideo) {
+         ufrag: String, audio: ParticipantAudio, video: ParticipantVideo, answer: AnswerSource) {
+        self.answer = answer
         self.callId = callId
         self.userId = userId
         self.displayName = displayName

@@ -1,4 +1,5 @@
 import ChorusCore
+import ICELite
 import Dispatch
 import Foundation
 import PeerTransport
@@ -100,6 +101,18 @@ extension Room {
                                    now: clock.now(), into: &output)
         carryOut()
         return snapshot
+    }
+
+    /// A re-offer: restarts ICE when its credentials are new (see `RoomCore.renegotiate`).
+    public func renegotiate(_ callId: CallID, offer: String) throws(RestartError) -> RestartAnswer {
+        defer { carryOut() }
+        return try core.renegotiate(callId, offer: offer, now: clock.now(), into: &output)
+    }
+
+    /// ICE restart with the peer's new credentials (see `RoomCore.restartICE`).
+    public func restartICE(_ callId: CallID, remote: ICECredentials) throws(RestartError) -> RestartAnswer {
+        defer { carryOut() }
+        return try core.restartICE(callId, remote: remote, now: clock.now(), into: &output)
     }
 
     public func participantList() -> [ParticipantSnapshot] { core.participantList() }

@@ -6,6 +6,9 @@ extension RoomCore {
         joinOrder.compactMap { participants[$0]?.snapshot() }
     }
 
+    /// The ICE ufrag the call's STUN is routed by now (new after each ICE restart).
+    public func participantUfrag(_ callId: CallID) -> String? { participants[callId]?.ufrag }
+
     public func participant(_ callId: CallID) -> ParticipantSnapshot? {
         participants[callId]?.snapshot()
     }

@@ -75,6 +75,6 @@ extension RoomCore {
         return Participant(
             callId: request.callId, userId: request.userId, displayName: request.displayName,
             joinedAt: wallClock.date(at: now), transport: transport, ufrag: plan.transport.localICE.ufrag, audio: audio,
-            video: ParticipantVideo(analysis: analysis, slotStreams: plan.slotStreams))
+            video: ParticipantVideo(analysis: analysis, slotStreams: plan.slotStreams), answer: plan.answerSource)
     }
 }

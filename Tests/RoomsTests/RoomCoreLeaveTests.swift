@@ -117,3 +117,72 @@ struct RoomCoreLeaveTests {
         #expect(endCause(room, "bob") == nil)
     }
 }
+
+/// ICE restart on the simulated clock: new credentials both ways, the call and its DTLS and
+/// SRTP kept, media flowing through it, the old ufrag forgotten.
+@Suite("RoomCore: ICE restart on a simulated clock")
+struct RoomCoreRestartTests {
+    func heardFrames(_ peer: ClientPeer, from ssrc: UInt32?) -> Int {
+        peer.received.values.reduce(0) { $0 + $1.count }
+    }
+
+    @Test func aRestartKeepsTheCallAndMediaFlowsThroughout() throws {
+        let room = try SimulatedRoom(seed: 21)
+        let ann = try room.join("ann")
+        let bob = try room.join("bob")
+        room.say("ann", frequency: 500)
+        room.talk(milliseconds: 500)
+        let oldUfrag = try #require(room.core.participantUfrag(room.callId("ann")))
+        let reoffer = try ann.restartICE()
+        let answer = try room.core.renegotiate(room.callId("ann"), offer: reoffer, now: room.now, into: &room.output)
+        room.carryOut()
+        #expect(answer.restarted && answer.ufrag != oldUfrag)
+        #expect(answer.sdp.contains("a=ice-ufrag:\(answer.ufrag)") && answer.sdp.contains("o=- "))
+        try ann.acceptRestart(answer: answer.sdp)
+        // Media keeps flowing on the old path until the new generation is nominated.
+        bob.clearReceived()
+        room.talk(milliseconds: 400)
+        #expect(heardFrames(bob, from: nil) > 15, "bob heard \(heardFrames(bob, from: nil)) frames during the restart")
+        let check = try #require(ann.connectivityCheck())
+        room.send(check, from: ann)
+        room.talk(milliseconds: 100)
+        #expect(ann.lastCheckOutcome == .success(mappedAddress: ann.address))
+        bob.clearReceived()
+        room.talk(milliseconds: 1_000)
+        #expect(heardFrames(bob, from: nil) > 40)
+        #expect(room.snapshot("ann")?.state == .established)
+        #expect(room.eventNames(["participant.iceRestarted"]) == ["participant.iceRestarted:ann"])
+        #expect(room.eventNames(["participant.ended"]).isEmpty)
+        // The same credentials again restart nothing.
+        let again = try room.core.renegotiate(room.callId("ann"), offer: try ann.offer(), now: room.now, into: &room.output)
+        #expect(!again.restarted && again.ufrag == answer.ufrag)
+    }
+
+    @Test func aReofferThatChangesTheFingerprintOrTheMediaIsRefused() throws {
+        let room = try SimulatedRoom(seed: 22)
+        try room.join("ann")
+        let other = try ClientPeer(name: "eve", port: 49_999, seed: 99)
+        #expect(throws: RestartError.fingerprintChanged) {
+            try room.core.renegotiate(room.callId("ann"), offer: try other.offer(), now: room.now, into: &room.output)
+        }
+        let video = try ClientPeer(name: "vid", port: 49_998, fixture: "aiortc-av-2slots.sdp", seed: 98)
+        #expect(throws: (any Error).self) {
+            try room.core.renegotiate(room.callId("ann"), offer: try video.offer(), now: room.now, into: &room.output)
+        }
+        #expect(room.snapshot("ann")?.state == .established)
+    }
+
+    @Test func aRestartThatNeverCompletesEndsTheCallAfterTheConsentTimeout() throws {
+        let room = try SimulatedRoom(seed: 23)
+        let ann = try room.join("ann")
+        try room.join("bob")
+        room.say("ann", frequency: 500)
+        let restartedAt = room.now
+        _ = try room.core.renegotiate(room.callId("ann"), offer: try ann.restartICE(), now: room.now, into: &room.output)
+        room.carryOut()
+        room.talk(milliseconds: 31_000)
+        let ended = try #require(room.events.first { $0.name == "participant.ended" })
+        let after = Double(ended.at.nanoseconds(since: restartedAt)) / 1e9
+        #expect(after > 29 && after < 31)
+    }
+}

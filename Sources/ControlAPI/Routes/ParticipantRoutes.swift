@@ -37,6 +37,8 @@ struct ParticipantResponse: Encodable {
     var audio: [String: Int]
     var video: [String: Int]
     var pinned: [String]
+    /// The answer to a re-offer sent with this PATCH (absent otherwise).
+    var sdp: String?
 
     init(_ snapshot: ParticipantSnapshot) {
         callId = snapshot.callId.rawValue
@@ -60,6 +62,8 @@ struct ParticipantPatch: Decodable {
     var videoPaused: Bool?
     /// Publishers (call IDs) to show first in this participant's video slots, in order.
     var pinned: [String]?
+    /// A re-offer (JSEP): new ICE credentials in it restart ICE.
+    var sdp: String?
 
     static let maximumPinned = 25
 
@@ -94,15 +98,7 @@ extension ControlAPI {
         }
         group.route(&routes, .patch, "/v1/rooms/{roomId}/participants/{callId}") { request, context in
             var request = request
-            let (room, callId) = try await self.ownParticipant(context)
-            guard let patch = try await JSONBody.decode(ParticipantPatch.self, &request) else {
-                throw APIError.badRequest("missingBody", "this request needs a JSON body")
-            }
-            let pinned = try patch.pinnedCalls()
-            guard let snapshot = await room.update(
-                callId, audioMuted: patch.audioMuted, videoPaused: patch.videoPaused, pinned: pinned)
-            else { throw APIError.participantNotFound }
-            return JSONBody.response(ParticipantResponse(snapshot))
+            return try await self.patchParticipant(&request, context)
         }
         group.route(&routes, .delete, "/v1/rooms/{roomId}/participants/{callId}") { _, context in
             let (room, callId) = try await self.ownParticipant(context)
