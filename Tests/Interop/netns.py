@@ -87,6 +87,15 @@ class Namespace:
         text = run(*self.prefix(), "nft", "list", "table", "inet", "chorus_test")
         return sum(int(line.split("packets")[1].split()[0]) for line in text.splitlines() if "packets" in line)
 
+    def link(self, up: bool) -> None:
+        """Takes the namespace's side of the link down (a blackout: the host side loses carrier,
+        nothing gets through either way) or back up, with its default route."""
+        inside = self.prefix()
+        run(*inside, "ip", "link", "set", self.veth + "i", "up" if up else "down")
+        if up:
+            subprocess.run([*inside, "ip", "route", "replace", "default", "via", self.host_ip],
+                           capture_output=True, timeout=20)
+
     def spawn(self, command: list[str], **kwargs) -> subprocess.Popen:
         """Starts `command` inside; it is killed when the namespace is removed."""
         process = subprocess.Popen([*self.prefix(), *command], start_new_session=True, **kwargs)
