@@ -83,6 +83,10 @@ class Namespace:
                 }
             }""" % self.host_ip)
 
+    def allow_udp(self) -> None:
+        """Removes the `drop_udp` firewall."""
+        run(*self.prefix(), "nft", "delete", "table", "inet", "chorus_test")
+
     def dropped_udp_packets(self) -> int:
         text = run(*self.prefix(), "nft", "list", "table", "inet", "chorus_test")
         return sum(int(line.split("packets")[1].split()[0]) for line in text.splitlines() if "packets" in line)
@@ -95,6 +99,22 @@ class Namespace:
         if up:
             subprocess.run([*inside, "ip", "route", "replace", "default", "via", self.host_ip],
                            capture_output=True, timeout=20)
+
+    def move(self) -> str:
+        """Gives the namespace a second address and kills every UDP path from the first (a
+        laptop that moved to another network: the old address no longer reaches anyone over
+        UDP). TCP from the old address stays, so the test keeps its DevTools handle. Returns
+        the new address."""
+        base, last = self.inner_ip.rsplit(".", 1)
+        new_ip = f"{base}.{int(last) + 3}"
+        run(*self.prefix(), "ip", "addr", "add", f"{new_ip}/28", "dev", self.veth + "i")
+        self.nft("""
+            table inet chorus_move {
+                chain output { type filter hook output priority 0; policy accept;
+                    ip saddr %s meta l4proto udp counter drop
+                }
+            }""" % self.inner_ip)
+        return new_ip
 
     def spawn(self, command: list[str], **kwargs) -> subprocess.Popen:
         """Starts `command` inside; it is killed when the namespace is removed."""

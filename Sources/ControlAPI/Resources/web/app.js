@@ -31,7 +31,12 @@ const chorus = (window.chorus = {
   statisticsId: null,
   endCause: null,
   error: null,
+  iceRestarts: 0, // ICE restarts this call asked for (network changes, outages)
+  connectionStates: [], // [ms since join, RTCPeerConnection.connectionState], for diagnostics
 });
+
+/** How long the connection may stay `disconnected` before the client restarts ICE. */
+const DISCONNECTED_RESTART_MS = 2000;
 
 /** Everything that lives only for one call. */
 let call = null;
@@ -77,7 +82,8 @@ async function fetchToken(userId) {
 /** Joins `roomId` as `userId`: token, camera and microphone, offer, answer, events. */
 async function join(roomId, userId) {
   if (call) throw new Error('already in a call');
-  call = { token: null, pc: null, stream: null, events: null, slotTiles: new Map(), roster: new Map() };
+  call = { token: null, pc: null, stream: null, events: null, slotTiles: new Map(), roster: new Map(),
+           startedAt: performance.now() };
   Object.assign(chorus, { roomId, userId, callId: null, slots: [], talking: [], uploaded: false,
                           statisticsId: null, endCause: null, error: null, audioMuted: false, videoPaused: false });
   setState('joining', `Joining ${roomId} as ${userId}…`);
@@ -148,8 +154,35 @@ function gatheringComplete(pc) {
 }
 
 function onConnectionState(state) {
+  if (!call) return;
+  chorus.connectionStates.push([Math.round(performance.now() - call.startedAt), state]);
+  clearTimeout(call.disconnectTimer);
   if (state === 'connected' && chorus.state === 'connecting') setState('established', 'In the call.');
-  if (state === 'failed' && call) endCall('failed');
+  // A network change or outage: ask for a new ICE generation if the path does not come back by
+  // itself within 2 s, or at once when ICE failed. The call, its DTLS and SRTP stay.
+  if (state === 'disconnected') call.disconnectTimer = setTimeout(restartIce, DISCONNECTED_RESTART_MS);
+  if (state === 'failed') restartIce();
+}
+
+/** ICE restart (RFC 8445 §9): a re-offer with new credentials by PATCH, the answer applied.
+ *  A call the server no longer has ends here. */
+async function restartIce() {
+  if (!call || call.ending || call.restarting) return;
+  const pc = call.pc;
+  if (!pc || pc.connectionState === 'connected' || pc.connectionState === 'closed') return;
+  call.restarting = true;
+  chorus.iceRestarts += 1;
+  try {
+    pc.restartIce();
+    await pc.setLocalDescription(await pc.createOffer());
+    await gatheringComplete(pc);
+    const updated = await api(participantPath(), { method: 'PATCH', body: { sdp: pc.localDescription.sdp }, token: call.token });
+    await pc.setRemoteDescription({ type: 'answer', sdp: updated.sdp });
+  } catch (error) {
+    if (error.status === 404 && call) endCall('failed');
+  } finally {
+    if (call) call.restarting = false;
+  }
 }
 
 // -- video slots --------------------------------------------------------------------------------
