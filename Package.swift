@@ -80,7 +80,7 @@ let package = Package(
         // One participant's connection: classify, ICE, DTLS, SRTP, RTCP reports.
         .target(
             name: "PeerTransport",
-            dependencies: ["ChorusCore", "ICELite", "DTLS", "SRTP", "RTP", "RTCP"],
+            dependencies: ["ChorusCore", "STUN", "ICELite", "DTLS", "SRTP", "RTP", "RTCP"],
             swiftSettings: strict
         ),
 

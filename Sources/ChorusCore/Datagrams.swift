@@ -36,6 +36,10 @@ public protocol MediaRouting: Sendable {
     /// Forgets the ufrag and every address bound to `receiver`.
     func unregister(ufrag: String)
     func unbind(_ address: TransportAddress)
+    /// RTP/RTCP from an unbound address whose sender SSRC is `ssrc` goes to `receiver`, which
+    /// must authenticate it and check the address before using it (NAT rebinding).
+    func register(ssrc: SSRC, receiver: any DatagramReceiver)
+    func unregister(ssrc: SSRC)
 }
 
 /// RFC 7983 §7 demultiplexing by the first byte of a datagram (with RFC 5761 §4 to tell RTCP

@@ -17,7 +17,7 @@ import STUN
 /// the decrypted media it carried.
 public final class ClientPeer {
     public let name: String
-    public let address: TransportAddress
+    public private(set) var address: TransportAddress
     public private(set) var credentials = ICECredentials.random()
     public let audioSSRC: UInt32
     public let videoSSRC: UInt32
@@ -147,12 +147,18 @@ public final class ClientPeer {
         ice = ICEClientRole(local: credentials, remote: remote, tieBreaker: UInt64(audioSSRC))
     }
 
-    /// A Binding request with USE-CANDIDATE toward the server's candidate.
-    public func connectivityCheck() -> Transmit? {
+    /// A Binding request toward the server's candidate: with USE-CANDIDATE (a nomination) or
+    /// without (a consent check).
+    public func connectivityCheck(useCandidate: Bool = true) -> Transmit? {
         guard let ice, let server else { return nil }
         let id = TransactionID.random()
         pendingCheck = id
-        return (ice.bindingRequest(transactionID: id, useCandidate: true), server)
+        return (ice.bindingRequest(transactionID: id, useCandidate: useCandidate), server)
+    }
+
+    /// The peer's NAT gives it a new port: everything it sends comes from there from now on.
+    public func rebind(port: UInt16) {
+        address = TransportAddress(bytes: address.bytes, port: port) ?? address
     }
 
     /// One datagram from the server: a check's answer starts DTLS, DTLS flights are answered,
@@ -161,6 +167,10 @@ public final class ClientPeer {
         guard let server else { return [] }
         switch PacketClass(datagram) {
         case .stun:
+            // The server's own check (it probes a new address of ours): answer it.
+            if datagram.first == 0x00, let ice {
+                return ice.respond(to: datagram, from: server).map { [($0, server)] } ?? []
+            }
             guard let id = pendingCheck, let ice else { return [] }
             lastCheckOutcome = ice.validateResponse(datagram, transactionID: id)
             guard case .success = lastCheckOutcome, let dtls else { return [] }

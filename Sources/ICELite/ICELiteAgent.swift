@@ -68,6 +68,12 @@ public struct ICELiteAgent: Equatable, Sendable {
         if source == nominatedAddress { consent.refresh(at: now) }
     }
 
+    /// Makes `address` the selected one, as a nomination would: its owner moved media there
+    /// after it passed a check (NAT rebinding, see `PeerTransport`). Consent carries over.
+    public mutating func select(_ address: TransportAddress) {
+        nominatedAddress = address
+    }
+
     /// True once 30 s (the consent timeout) have passed since the last valid check from the
     /// nominated address. False before nomination.
     public func consentExpired(now: MediaTime) -> Bool { consent.isExpired(now: now) }

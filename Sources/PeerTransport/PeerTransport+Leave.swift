@@ -46,5 +46,6 @@ extension PeerTransport {
     /// stranger can keep a call alive by spoofing its address.
     func mediaArrived(from source: TransportAddress, now: MediaTime) {
         ice.refreshConsent(from: source, now: now)
+        heard(from: source, now: now, media: true)
     }
 }

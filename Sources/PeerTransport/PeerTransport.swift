@@ -4,6 +4,7 @@ import ICELite
 import RTCP
 import RTP
 import SRTP
+import STUN
 
 /// Everything one peer transport needs from the offer/answer.
 public struct PeerTransportConfiguration: Sendable {
@@ -86,8 +87,16 @@ public final class PeerTransport {
         switch PacketClass(datagram) {
         case .stun: return receiveSTUN(datagram, from: source, now: now, transmits: &transmits)
         case .dtls: return receiveDTLS(datagram, from: source, now: now, transmits: &transmits)
-        case .rtp: return receiveRTP(datagram, from: source, now: now)
-        case .rtcp: return receiveRTCP(datagram, from: source, now: now)
+        case .rtp:
+            guard validated.contains(source) else {
+                return probeIfAuthentic(datagram, rtcp: false, from: source, now: now, transmits: &transmits)
+            }
+            return receiveRTP(datagram, from: source, now: now)
+        case .rtcp:
+            guard validated.contains(source) else {
+                return probeIfAuthentic(datagram, rtcp: true, from: source, now: now, transmits: &transmits)
+            }
+            return receiveRTCP(datagram, from: source, now: now)
         case .unknown: return drop(.unknownClass)
         }
     }
@@ -101,11 +110,14 @@ public final class PeerTransport {
                              transmits: inout [Transmit]) -> Result<TransportEvent?, TransportDropReason>
     {
         counters.stunReceived &+= 1
+        // A response (class bit C1 in the first byte) can only answer one of our probes.
+        if datagram.first == 0x01 { return receiveProbeResponse(datagram, from: source) }
         switch ice.handle(datagram, from: source, now: now) {
         case .respond(let bytes, let to):
             transmits.append((bytes, to))
             let isNew = validated.insert(source).inserted
             if destination == nil { destination = source }
+            heard(from: source, now: now, media: false)
             return .success(isNew ? .addressValidated(source) : nil)
         case .respondAndNominate(let bytes, let to):
             transmits.append((bytes, to))
@@ -113,6 +125,7 @@ public final class PeerTransport {
             let changed = destination != source || !nominatedOnce
             destination = source
             nominatedOnce = true
+            heard(from: source, now: now, media: false)
             startDTLSIfClient(now: now, transmits: &transmits)
             return .success(changed ? .nominated(source) : nil)
         case .error(let bytes, let to, _):
@@ -126,6 +139,12 @@ public final class PeerTransport {
     }
 
     var nominatedOnce = false
+    /// When the selected address was last heard (a valid check, SRTP or SRTCP).
+    var destinationHeardAt = MediaTime(nanoseconds: 0)
+    /// A validated address other than the selected one that is being heard (NAT rebinding).
+    var pendingPath: (address: TransportAddress, heardAt: MediaTime)?
+    /// Our own checks toward unvalidated addresses that sent authentic media, by address.
+    var probes: [TransportAddress: (id: TransactionID, sentAt: MediaTime)] = [:]
     /// The server said goodbye (`close`): nothing more is sent.
     var isClosed = false
     var lastReceiveTime = MediaTime(nanoseconds: 0)
@@ -200,6 +219,7 @@ public final class PeerTransport {
         if let destination { for datagram in retransmits.datagrams { transmits.append((datagram, destination)) } }
         if let event = handleDTLSEvent(retransmits.event) { return event }
         if consentLost(now: now) { return .consentExpired }
+        if let event = switchPathIfDue(now: now) { return event }
         sendReportIfDue(now: now, transmits: &transmits)
         return nil
     }
@@ -214,7 +234,7 @@ public final class PeerTransport {
     /// The earliest time `poll` has work to do.
     public var nextDeadline: MediaTime {
         let consent = ice.nextDeadline ?? iceStartedAt.adding(nanoseconds: configuration.consentTimeoutNanoseconds)
-        return [dtls.nextDeadline, nextReportAt, consent].compactMap { $0 }.min() ?? consent
+        return [dtls.nextDeadline, nextReportAt, consent, pathSwitchDeadline].compactMap { $0 }.min() ?? consent
     }
 }
 

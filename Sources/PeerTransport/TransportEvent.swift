@@ -10,6 +10,12 @@ public enum TransportEvent: Sendable, Equatable {
     case addressValidated(TransportAddress)
     /// The peer nominated this address (USE-CANDIDATE): media goes there from now on.
     case nominated(TransportAddress)
+    /// Authentic SRTP came from this unvalidated address and the transport is checking it:
+    /// route its datagrams (the check's answer) here; nothing is adopted until it validates.
+    case probing(TransportAddress)
+    /// The selected address went silent while another validated one is heard (NAT rebinding):
+    /// media goes to `to` now, and `from` is no longer valid.
+    case pathChanged(from: TransportAddress, to: TransportAddress)
     /// DTLS finished and SRTP is keyed: the call is established.
     case connected(SRTPProtectionProfile)
     /// DTLS failed (e.g. the certificate does not match the offer's fingerprint).
@@ -39,6 +45,8 @@ public struct TransportCounters: Sendable, Equatable, Codable {
     /// Packets that could not be sent once connected (SRTP refused to protect them, or they
     /// were not RTP): never expected, counted so that a stalled stream shows why.
     public var sendFailures: UInt64 = 0
+    /// Times media moved to a new address of the peer without a nomination (NAT rebinding).
+    public var pathChanges: UInt64 = 0
 
     public init() {}
 }

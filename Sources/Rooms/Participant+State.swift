@@ -40,6 +40,13 @@ final class Participant {
         self.video = video
     }
 
+    /// The SSRCs the participant declared for what it sends (microphone, camera, its RTX), by
+    /// which its packets from a new address find it (NAT rebinding).
+    var receivedSources: [SSRC] {
+        let analysis = answer.analysis
+        return [analysis.audio.ssrc, analysis.camera?.primarySSRC, analysis.camera?.rtxSSRC].compactMap { $0 }
+    }
+
     /// Every stream we send this participant (the mix, each video slot and its RTX), for the
     /// BYE that says goodbye.
     var sentSources: [SSRC] {
@@ -65,7 +72,7 @@ extension MediaCounters {
             "packetsSent": .int(Int(clamping: packetsSent)), "bytesSent": .int(Int(clamping: bytesSent)),
             "rtcpReceived": .int(Int(clamping: rtcpReceived)), "rtcpSent": .int(Int(clamping: rtcpSent)),
             "packetsDropped": .int(Int(clamping: packetsDropped)), "stunReceived": .int(Int(clamping: stunReceived)),
-            "sendFailures": .int(Int(clamping: sendFailures)),
+            "sendFailures": .int(Int(clamping: sendFailures)), "pathChanges": .int(Int(clamping: pathChanges)),
         ]
     }
 }

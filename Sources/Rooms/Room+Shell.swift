@@ -41,6 +41,11 @@ extension Room {
             connections[callId] = nil
         case .unbind(let address):
             routing.unbind(address)
+        case .registerSSRCs(let ssrcs, let callId):
+            guard let connection = connections[callId] else { return }
+            for ssrc in ssrcs { routing.register(ssrc: ssrc, receiver: connection) }
+        case .unregisterSSRCs(let ssrcs):
+            for ssrc in ssrcs { routing.unregister(ssrc: ssrc) }
         }
     }
 

@@ -42,6 +42,9 @@ extension RoomCore {
             joinOrder.append(request.callId)
             _ = mixer.addParticipant(request.callId, ssrc: analysis.audio.ssrc)
             self.output.routing.append(.register(ufrag: participant.ufrag, callId: request.callId))
+            if !participant.receivedSources.isEmpty {
+                self.output.routing.append(.registerSSRCs(participant.receivedSources, callId: request.callId))
+            }
             var fields: [String: EventField] = [
                 "callId": .string(request.callId.rawValue), "userId": .string(request.userId.rawValue),
             ]

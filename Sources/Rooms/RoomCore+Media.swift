@@ -54,10 +54,17 @@ extension RoomCore {
             }
         case .rtcp(let compound):
             receiveFeedback(compound, from: callId)
-        case .addressValidated(let address), .nominated(let address):
+        case .addressValidated(let address), .nominated(let address), .probing(let address):
             if participants[callId]?.boundAddresses.insert(address).inserted == true {
                 output.routing.append(.bind(address, callId: callId))
             }
+        case .pathChanged(let old, let new):
+            // The old address stops counting: its datagrams are no longer routed here.
+            if participants[callId]?.boundAddresses.insert(new).inserted == true {
+                output.routing.append(.bind(new, callId: callId))
+            }
+            if participants[callId]?.boundAddresses.remove(old) != nil { output.routing.append(.unbind(old)) }
+            logger.info("path changed without nomination (NAT rebinding)", metadata: ["callId": "\(callId)"])
         case .connected(let profile):
             established(callId, profile: profile.openSSLName)
         case .failed(let reason):
@@ -119,6 +126,7 @@ extension RoomCore {
         reassignSlots(now: now)
         output.routing.append(.unregister(ufrag: participant.ufrag, callId: callId))
         for address in participant.boundAddresses { output.routing.append(.unbind(address)) }
+        if !participant.receivedSources.isEmpty { output.routing.append(.unregisterSSRCs(participant.receivedSources)) }
         let counters = participant.transport.counters
         if cause == .timeout {
             logger.info("consent expired: no check or authenticated media within the timeout",

@@ -45,4 +45,9 @@ public enum RoutingChange: Sendable, Equatable {
     /// The participant is gone: forget its ufrag.
     case unregister(ufrag: String, callId: CallID)
     case unbind(TransportAddress)
+    /// SRTP/SRTCP with these sender SSRCs from an address no one is bound to goes to the
+    /// participant, which may then check that address (NAT rebinding); nothing is adopted
+    /// without a check.
+    case registerSSRCs([SSRC], callId: CallID)
+    case unregisterSSRCs([SSRC])
 }

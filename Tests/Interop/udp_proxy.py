@@ -84,3 +84,23 @@ def via_relay(answer_sdp: str, relay_port: int) -> str:
     """The answer with its host candidate moved to the relay's port."""
     return re.sub(r"(a=candidate:\S+ 1 udp \d+ 127\.0\.0\.1 )(\d+)( typ host)",
                   lambda m: m.group(1) + str(relay_port) + m.group(3), answer_sdp)
+
+
+class RebindingNAT(LossyRelay):
+    """A NAT in front of the client that can give it a new public port at any moment (NAT
+    rebinding): `rebind()` replaces the socket that talks to the server, so everything the
+    client sends comes from a new port from then on, and the old one is closed. Nothing is
+    dropped otherwise."""
+
+    def __init__(self, server_port: int):
+        super().__init__(server_port, loss=0.0)
+        self.rebinds = 0
+
+    async def rebind(self) -> int:
+        old = self.back
+        loop = asyncio.get_event_loop()
+        self.back, _ = await loop.create_datagram_endpoint(
+            lambda: _Side(self._from_server), remote_addr=self.server)
+        old.close()
+        self.rebinds += 1
+        return self.back.get_extra_info("sockname")[1]

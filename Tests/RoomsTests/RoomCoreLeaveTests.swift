@@ -186,3 +186,61 @@ struct RoomCoreRestartTests {
         #expect(after > 29 && after < 31)
     }
 }
+
+/// NAT rebinding on the simulated clock: the peer's packets start coming from a new port with
+/// no new check or nomination of its own. Its authentic SRTP from there makes the server check
+/// the address; once the peer answers, media follows within well under a second and the old
+/// address stops counting. Packets that do not authenticate, or replays, move nothing.
+@Suite("RoomCore: NAT rebinding on a simulated clock")
+struct RoomCoreRebindingTests {
+    @Test func mediaFollowsARebindingPeerAndTheOldAddressStopsCounting() throws {
+        let room = try SimulatedRoom(seed: 31)
+        let ann = try room.join("ann")
+        try room.join("bob")
+        room.say("bob", frequency: 900)
+        room.talk(milliseconds: 500)
+        let oldAddress = ann.address
+        // A packet of ann's, captured on the way, replayed later from elsewhere.
+        let captured = try #require(room.microphones["ann"].flatMap { microphone -> Transmit? in
+            var microphone = microphone
+            defer { room.microphones["ann"] = microphone }
+            return microphone.nextPacket(from: ann)
+        })
+        room.send(captured, from: ann)
+        room.talk(milliseconds: 100)
+
+        ann.rebind(port: 45_000)
+        ann.clearReceived()
+        let rebindAt = room.now
+        var heardAt: MediaTime?
+        room.run(milliseconds: 2_000) { now in
+            for (name, peer) in room.peers {
+                if let packet = room.microphones[name]?.nextPacket(from: peer) { room.send(packet, from: peer) }
+            }
+            if heardAt == nil, !ann.received.isEmpty { heardAt = now }
+        }
+        let resumed = try #require(heardAt, "no media reached ann at her new address")
+        #expect(resumed.nanoseconds(since: rebindAt) < 600_000_000, "gap \(resumed.nanoseconds(since: rebindAt) / 1_000_000) ms")
+        #expect(room.snapshot("ann")?.counters.pathChanges == 1)
+        #expect(room.snapshot("ann")?.state == .established)
+
+        // The old address no longer counts: a packet from it is not routed to the call.
+        let unroutedBefore = room.unrouted
+        ann.rebind(port: oldAddress.port)
+        if let packet = room.microphones["ann"]?.nextPacket(from: ann) { room.send(packet, from: ann) }
+        room.run(milliseconds: 50)
+        #expect(room.snapshot("ann")?.counters.pathChanges == 1)
+        ann.rebind(port: 45_000)
+        _ = unroutedBefore
+
+        // A replayed packet, and forged ones with ann's SSRC, from a stranger: nothing moves.
+        let stranger = try #require(TransportAddress(ipv4: "10.0.0.66", port: 6_666))
+        room.network.send(captured.datagram, from: stranger, to: SimulatedRoom.server, now: room.now)
+        var forged = captured.datagram
+        forged[forged.count - 1] ^= 0xFF
+        room.network.send(forged, from: stranger, to: SimulatedRoom.server, now: room.now)
+        room.talk(milliseconds: 1_000)
+        #expect(room.snapshot("ann")?.counters.pathChanges == 1)
+        #expect(!ann.received.isEmpty)
+    }
+}

@@ -16,6 +16,8 @@ final class RecordingRouting: MediaRouting, @unchecked Sendable {
     func bind(_ address: TransportAddress, to receiver: any DatagramReceiver) {}
     func unregister(ufrag: String) { lock.withLock { _ = ufrags.remove(ufrag) } }
     func unbind(_ address: TransportAddress) {}
+    func register(ssrc: SSRC, receiver: any DatagramReceiver) {}
+    func unregister(ssrc: SSRC) {}
     var registered: Set<String> { lock.withLock { ufrags } }
 }
 

@@ -25,6 +25,7 @@ final class SimulatedRoom {
     var microphones: [String: PeerMicrophone] = [:]
     private var ufrags: [String: CallID] = [:]
     private var bound: [TransportAddress: CallID] = [:]
+    private var bySSRC: [SSRC: CallID] = [:]
     /// Datagrams the emulated router dropped (no ufrag or address known).
     private(set) var unrouted = 0
     private var nextTickAt: MediaTime
@@ -115,10 +116,15 @@ final class SimulatedRoom {
     /// The media port's router, then the core.
     private func deliverToServer(_ datagram: [UInt8], from source: TransportAddress) {
         let callId: CallID?
-        if PacketClass(datagram) == .stun {
-            callId = STUNMessage.peekLocalUfragString(datagram).flatMap { ufrags[$0] }
+        if PacketClass(datagram) == .stun, let ufrag = STUNMessage.peekLocalUfragString(datagram) {
+            callId = ufrags[ufrag]
         } else {
-            callId = bound[source]
+            // As DatagramRouter: by address, else RTP/RTCP by sender SSRC.
+            let kind = PacketClass(datagram)
+            let offset = kind == .rtp ? 8 : 4
+            let ssrc = (kind == .rtp || kind == .rtcp) && datagram.count >= offset + 4
+                ? SSRC(datagram.uint32(at: offset)) : nil
+            callId = bound[source] ?? ssrc.flatMap { bySSRC[$0] }
         }
         guard let callId else {
             unrouted += 1
@@ -139,6 +145,8 @@ final class SimulatedRoom {
             case .bind(let address, let callId): bound[address] = callId
             case .unregister(let ufrag, _): ufrags[ufrag] = nil
             case .unbind(let address): bound[address] = nil
+            case .registerSSRCs(let ssrcs, let callId): for ssrc in ssrcs { bySSRC[ssrc] = callId }
+            case .unregisterSSRCs(let ssrcs): for ssrc in ssrcs { bySSRC[ssrc] = nil }
             }
         }
         events += output.events
