@@ -23,15 +23,27 @@ generated configuration: no systemd, no daemon mode, its log in the test's tmp_p
 from __future__ import annotations
 
 import asyncio
+import base64
+import datetime
+import hashlib
+import hmac
+import ipaddress
 import re
 import shutil
 import socket
+import ssl
 import subprocess
 import time
 from pathlib import Path
 
+import aioice.stun
+import aioice.turn
 import numpy
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from chromium import Chromium, wait_for
 from conftest import ChorusServer
@@ -359,3 +371,140 @@ def test_chromium_behind_a_turn_relay_hears_and_is_heard(transport, server, turn
         browser.close()
         loop.run_until_complete(talker.close())
         loop.close()
+
+
+# -- deploy/coturn/turnserver.conf ------------------------------------------------------------
+
+DEPLOY_CONF = Path(__file__).resolve().parents[2] / "deploy" / "coturn" / "turnserver.conf"
+SECRET = "test-secret-not-the-placeholder"
+
+
+def rest_credentials(secret: str, user: str, valid_for: int) -> tuple[str, str]:
+    """What an application hands a browser for `use-auth-secret`: "<expiry>:<user>" and
+    base64(HMAC-SHA1(secret, username))."""
+    username = f"{int(time.time()) + valid_for}:{user}"
+    return username, base64.b64encode(hmac.new(secret.encode(), username.encode(), hashlib.sha1).digest()).decode()
+
+
+def self_signed(host: str, folder: Path) -> tuple[Path, Path]:
+    """A certificate for the address `host` (as an IP SAN, so a client can verify it), and its key."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "turn.test")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(hours=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(host))]), critical=False)
+            .sign(key, hashes.SHA256()))
+    cert_path, key_path = folder / "cert.pem", folder / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return cert_path, key_path
+
+
+class Relayed(asyncio.DatagramProtocol):
+    """What comes back through an allocation, and the errors of sends (a refused ChannelBind)."""
+
+    def __init__(self):
+        self.received: asyncio.Queue = asyncio.Queue()
+        self.errors: list[Exception] = []
+
+    def datagram_received(self, data, addr):
+        self.received.put_nowait((data, addr))
+
+    def error_received(self, exc):
+        self.errors.append(exc)
+
+
+class Echo(asyncio.DatagramProtocol):
+    def connection_made(self, transport):
+        self.transport = transport
+
+    def datagram_received(self, data, addr):
+        self.transport.sendto(data, addr)
+
+
+def test_the_deploy_coturn_config_relays_to_chorus_only_with_application_issued_credentials(walled, tmp_path):
+    """deploy/coturn/turnserver.conf as shipped, with only what compose.yaml adds (the secret,
+    the Chorus address) and what a test host needs (addresses, ports, certificate, state files)
+    on the command line: REST-style credentials allocate over UDP, TCP and TLS, the relay
+    reaches the Chorus address (a private one, in a denied range, let through by
+    allowed-peer-ip) both ways, refuses other private addresses and loopback, and refuses the
+    placeholder secret, a wrong one and an expired username."""
+    host = walled.host_ip  # a non-loopback address on this machine, in 10/8
+    port, tls_port = free_port(host), free_port(host)
+    cert, key = self_signed(host, tmp_path)
+    stdout = open(tmp_path / "turnserver.stdout", "w")
+    process = subprocess.Popen(
+        [shutil.which("turnserver") or "turnserver", "-c", str(DEPLOY_CONF),
+         f"--static-auth-secret={SECRET}", f"--allowed-peer-ip={host}",
+         f"--listening-ip={host}", f"--relay-ip={host}", f"--listening-port={port}", f"--tls-listening-port={tls_port}",
+         f"--cert={cert}", f"--pkey={key}", f"--userdb={tmp_path / 'turndb'}", f"--pidfile={tmp_path / 'turnserver.pid'}"],
+        stdout=stdout, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    loop = asyncio.new_event_loop()
+    log = lambda: (tmp_path / "turnserver.stdout").read_text(errors="replace")[-3000:]
+
+    def listening():
+        assert process.poll() is None, log()
+        try:
+            with socket.create_connection((host, tls_port), timeout=1):
+                return True
+        except OSError:
+            return False
+
+    async def allocate(transport: str, username: str, password: str):
+        context = None
+        if transport == "tls":
+            context = ssl.create_default_context(cafile=str(cert))
+        return await asyncio.wait_for(aioice.turn.create_turn_endpoint(
+            Relayed, (host, tls_port if transport == "tls" else port), username, password,
+            ssl=context, transport="udp" if transport == "udp" else "tcp"), 10)
+
+    async def scenario() -> dict:
+        echo, _ = await loop.create_datagram_endpoint(Echo, local_addr=(host, 0))
+        chorus = echo.get_extra_info("sockname")
+        outcomes = {}
+        try:
+            for transport in ("udp", "tcp", "tls"):
+                relay, relayed = await allocate(transport, *rest_credentials(SECRET, "alice", 600))
+                try:
+                    relay.sendto(b"to chorus over " + transport.encode(), chorus)
+                    data, source = await asyncio.wait_for(relayed.received.get(), 5)
+                    assert (data, source) == (b"to chorus over " + transport.encode(), chorus)
+                    # Elsewhere in 10/8, and loopback: ChannelBind refused with 403.
+                    for peer in (("10.0.0.1", 9), ("127.0.0.1", chorus[1])):
+                        relay.sendto(b"x", peer)
+                    for _ in range(50):
+                        if len(relayed.errors) >= 2:
+                            break
+                        await asyncio.sleep(0.1)
+                    codes = sorted(getattr(getattr(e, "response", None), "error_code", repr(e)) for e in relayed.errors)
+                    assert codes == [403, 403], codes
+                    outcomes[transport] = relay.get_extra_info("sockname")
+                finally:
+                    relay.close()
+            # Credentials the server must refuse: the config's placeholder secret, a wrong
+            # one, and the right secret on a username whose expiry has passed.
+            for name, (username, password) in {
+                    "placeholder": rest_credentials("replace-me-with-openssl-rand-hex-32", "alice", 600),
+                    "wrong": rest_credentials("not-the-secret", "alice", 600),
+                    "expired": rest_credentials(SECRET, "alice", -60)}.items():
+                with pytest.raises(aioice.stun.TransactionFailed) as refused:
+                    await allocate("udp", username, password)
+                assert refused.value.response.error_code == 401, (name, refused.value)
+            await asyncio.sleep(0.5)  # the deletes of the closed allocations
+        finally:
+            echo.close()
+        return outcomes
+
+    try:
+        wait_for("coturn listening", listening, timeout=15, detail=log)
+        relays = loop.run_until_complete(scenario())
+        print(f"deploy/coturn/turnserver.conf: relayed addresses {relays}")
+    finally:
+        loop.close()
+        if process.poll() is None:
+            process.terminate()
+            process.wait(timeout=10)
+        stdout.close()
