@@ -1,23 +1,28 @@
 """TURN relays (issue 15 item 2): a browser that can reach nothing but its TURN server joins
-through the relay, hears the room and is heard.
+through the relay, hears the room and is heard; one behind a symmetric NAT needs no relay; and
+deploy/coturn/turnserver.conf works as shipped.
 
-Headless Chromium runs in a network namespace whose nftables firewall lets it send to one
-address and port only: coturn's, on the host side of the veth. The server's media port is on
-that same address, but the firewall drops anything toward it (the test sends a UDP datagram and
-opens a TCP connection to it from inside and shows both were dropped), so a direct path is
+Relayed: headless Chromium runs in a network namespace whose nftables firewall lets it send to
+one address and port only: coturn's, on the host side of the veth. The server's media port is
+on that same address, but the firewall drops anything toward it (the test sends a UDP datagram
+and opens a TCP connection to it from inside and shows both were dropped), so a direct path is
 impossible. The page asks for `iceTransportPolicy: "relay"` with coturn as its only ICE server,
 over UDP or over TCP (parametrized). Chromium allocates a relay address on coturn, coturn sends
 its checks, DTLS and SRTP to Chorus's media port over UDP from that relay address, and Chorus
 answers them there like any other source (ICE-lite: it answers valid checks from anywhere).
-
 Shown: the browser's selected candidate pair is relay (over the parametrized transport) to the
 server's host candidate; the participant is established; an aiortc talker on the host side hears
 the browser's 660 Hz oscillator and the browser hears the talker's 440 Hz (FFT, as in
 test_ice_tcp.py); and coturn's own per-allocation counters, logged when the browser's peer
 connection closes, carried the call's packets to and from Chorus.
 
-coturn (Debian package `coturn`, `make deps`) runs as a plain child process of the test on a
-generated configuration: no systemd, no daemon mode, its log in the test's tmp_path.
+Symmetric NAT: the namespace sits behind an nftables NAT that gives every flow its own random
+public port and lets in only replies. The browser, with no STUN or TURN server, joins directly
+on a peer-reflexive pair, and both sides hear each other: the README's claim that such clients
+need no TURN for a server with a reachable address.
+
+coturn (Debian package `coturn`, `make deps`) runs as a plain child process of the test: no
+systemd, no daemon mode, its log in the test's tmp_path.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import datetime
 import hashlib
 import hmac
 import ipaddress
+import json
 import re
 import shutil
 import socket
@@ -58,9 +64,9 @@ ROOM = "relayed"
 REALM = "chorus.test"
 USER, PASSWORD = "user", "pass"
 
-# The page: a 660 Hz oscillator as microphone, a relay-only peer connection whose one ICE server
-# is `__TURN__`, an offer once gathering is complete, and the decoded audio of what the server
-# sends, kept for the test to read.
+# The page: a 660 Hz oscillator as microphone, a peer connection made with `__CONFIG__` (relay
+# only through coturn, or plain), an offer once gathering is complete, and the decoded audio of
+# what the server sends, kept for the test to read.
 PAGE_SETUP = """
 (async () => {
   const ctx = new AudioContext({sampleRate: 48000});
@@ -69,8 +75,7 @@ PAGE_SETUP = """
   const gain = ctx.createGain(); gain.gain.value = 0.3;
   const dest = ctx.createMediaStreamDestination();
   osc.connect(gain).connect(dest); osc.start();
-  const pc = new RTCPeerConnection({bundlePolicy: 'max-bundle', iceTransportPolicy: 'relay',
-                                    iceServers: [__TURN__]});
+  const pc = new RTCPeerConnection(__CONFIG__);
   window.t = {pc, states: [], heard: [], ctx, errors: []};
   pc.addTrack(dest.stream.getAudioTracks()[0], dest.stream);
   pc.onconnectionstatechange = () => window.t.states.push([Date.now(), pc.connectionState]);
@@ -111,10 +116,10 @@ SELECTED_PAIR = """
   stats.forEach((s) => { if (s.type === 'transport' && s.selectedCandidatePairId) pair = stats.get(s.selectedCandidatePairId); });
   if (!pair || pair.state !== 'succeeded') return null;
   const local = stats.get(pair.localCandidateId), remote = stats.get(pair.remoteCandidateId);
-  return {localType: local.candidateType, relayProtocol: local.relayProtocol, localAddress: local.address,
+  return {localType: local.candidateType, localProtocol: local.protocol, relayProtocol: local.relayProtocol, localAddress: local.address,
           localPort: local.port, url: local.url, remoteType: remote.candidateType, remoteProtocol: remote.protocol,
           remoteAddress: remote.address, remotePort: remote.port,
-          packetsSent: pair.packetsSent, packetsReceived: pair.packetsReceived};
+          bytesSent: pair.bytesSent, bytesReceived: pair.bytesReceived};
 })()
 """
 
@@ -248,6 +253,73 @@ class Coturn:
         self.stdout.close()
 
 
+class BrowserSession:
+    """Chromium in `namespace`, on a page served from the namespace's own loopback (a secure
+    context), and an aiortc talker (440 Hz) joined to ROOM from the host side."""
+
+    def __init__(self, server: ChorusServer, namespace: Namespace, tmp_path: Path):
+        self.server, self.namespace = server, namespace
+        self.loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(self.loop)
+        self.talker = Peer(frequency=440.0, video=False)
+        (tmp_path / "www").mkdir()
+        namespace.spawn(["python3", "-m", "http.server", "8765", "--bind", "127.0.0.1", "--directory", str(tmp_path / "www")],
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.browser = Chromium(tmp_path / "chromium-profile", tmp_path / "chromium.log", namespace=namespace)
+        self.page = wait_for("the page", lambda: open_page(self.browser), timeout=10)
+        talker_call, _ = join_peer(server, self.loop, self.talker, ROOM, "talker")
+        wait_until(lambda: participant(server, ROOM, talker_call)["state"] == "established", 10)
+
+    def pumped(self, probe):
+        """`probe`, letting the aiortc talker run meanwhile (it runs only while the loop does)."""
+        return lambda: (self.loop.run_until_complete(asyncio.sleep(0.05)), probe())[1]
+
+    def offer(self, config: dict) -> tuple[str, list[str]]:
+        """The page's offer for an RTCPeerConnection made with `config`, and its candidates."""
+        offer = self.page.evaluate(PAGE_SETUP.replace("__CONFIG__", json.dumps(config)))
+        return offer, [line for line in offer.splitlines() if line.startswith("a=candidate:")]
+
+    def join(self, offer: str) -> tuple[str, str, int]:
+        """POSTs the offer; the call id, the answer and the answer's UDP media port."""
+        reply = self.server.request("POST", f"/v1/rooms/{ROOM}/participants", json={"sdp": offer, "userId": "browser"})
+        assert reply.status_code == 201, reply.text
+        answer, call_id = reply.json()["sdp"], reply.json()["callId"]
+        host = re.escape(self.namespace.host_ip)
+        return call_id, answer, int(re.search(rf"a=candidate:\S+ 1 udp \d+ {host} (\d+) typ host", answer).group(1))
+
+    def connect(self, call_id: str, answer: str, detail=lambda: "") -> dict:
+        """Applies the answer; once the participant is established, the browser's selected pair."""
+        self.page.evaluate(f"window.t.pc.setRemoteDescription({{type: 'answer', sdp: {answer!r}}})")
+        state = lambda: (self.page.evaluate("[window.t.states, window.t.errors]"),
+                         participant(self.server, ROOM, call_id)["state"])
+        wait_for("the browser connected",
+                 self.pumped(lambda: participant(self.server, ROOM, call_id)["state"] == "established"),
+                 timeout=30, detail=lambda: (state(), self.server.log_tail(2000), detail()))
+        return wait_for("a selected pair", self.pumped(lambda: self.page.evaluate(SELECTED_PAIR)), timeout=10)
+
+    def exchange_audio(self, call_id: str) -> dict:
+        """Three seconds of media both ways; asserts each side heard the other's tone (FFT), and
+        returns the server's counters of the browser's call."""
+        deadline = time.monotonic() + 3.0
+        while time.monotonic() < deadline:
+            self.loop.run_until_complete(asyncio.sleep(0.1))
+        end = time.monotonic()
+        heard_by_talker = self.talker.audio_between(end - 2.0, end)
+        assert len(heard_by_talker) >= 48000, f"the aiortc talker got {len(heard_by_talker)} samples"
+        assert tone_db(heard_by_talker, 660.0) > tone_db(heard_by_talker, 1000.0) + 20, "the talker did not hear the browser"
+        heard_by_browser = numpy.array(self.page.evaluate(LAST_SECOND), dtype=numpy.float64)
+        assert len(heard_by_browser) >= 24000, f"the browser decoded {len(heard_by_browser)} samples in the last second"
+        assert tone_db(heard_by_browser, 440.0) > tone_db(heard_by_browser, 1000.0) + 20, "the browser did not hear the room"
+        media = participant(self.server, ROOM, call_id)["media"]
+        assert media["packetsReceived"] > 100 and media["packetsSent"] > 100, media
+        return media
+
+    def close(self) -> None:
+        self.browser.close()
+        self.loop.run_until_complete(self.talker.close())
+        self.loop.close()
+
+
 @pytest.fixture
 def walled():
     namespace = Namespace.create()
@@ -295,66 +367,34 @@ def probe_direct(namespace: Namespace, host: str, port: int) -> None:
 @pytest.mark.parametrize("transport", ["udp", "tcp"])
 def test_chromium_behind_a_turn_relay_hears_and_is_heard(transport, server, turn, walled, tmp_path):
     allow_only(walled, turn.port, transport)
-    loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
-    talker = Peer(frequency=440.0, video=False)
-    # A page on the namespace's own loopback: a secure context, so WebAudio and the rest are there.
-    (tmp_path / "www").mkdir()
-    walled.spawn(["python3", "-m", "http.server", "8765", "--bind", "127.0.0.1", "--directory", str(tmp_path / "www")],
-                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    browser = Chromium(tmp_path / "chromium-profile", tmp_path / "chromium.log", namespace=walled)
+    session = BrowserSession(server, walled, tmp_path)
     try:
-        page = wait_for("the page", lambda: open_page(browser), timeout=10)
-        talker_call, _ = join_peer(server, loop, talker, ROOM, "talker")
-        wait_until(lambda: participant(server, ROOM, talker_call)["state"] == "established", 10)
-        # The aiortc talker keeps running while the test waits on the browser.
-        pumped = lambda probe: lambda: (loop.run_until_complete(asyncio.sleep(0.05)), probe())[1]
-
         ice_server = {"urls": f"turn:{turn.host}:{turn.port}?transport={transport}",
                       "username": USER, "credential": PASSWORD}
-        offer = page.evaluate(PAGE_SETUP.replace("__TURN__", repr(ice_server)))
-        candidates = [line for line in offer.splitlines() if line.startswith("a=candidate:")]
-        assert candidates and all(" typ relay " in line for line in candidates), (candidates, page.evaluate("window.t.errors"))
-        reply = server.request("POST", f"/v1/rooms/{ROOM}/participants", json={"sdp": offer, "userId": "browser"})
-        assert reply.status_code == 201, reply.text
-        answer, call_id = reply.json()["sdp"], reply.json()["callId"]
-        media_port = int(re.search(rf"a=candidate:\S+ 1 udp \d+ {re.escape(walled.host_ip)} (\d+) typ host", answer).group(1))
+        offer, candidates = session.offer({"bundlePolicy": "max-bundle", "iceTransportPolicy": "relay",
+                                           "iceServers": [ice_server]})
+        assert candidates and all(" typ relay " in line for line in candidates), \
+            (candidates, session.page.evaluate("window.t.errors"))
+        call_id, answer, media_port = session.join(offer)
 
         # No direct path: what the browser would send to the media port, UDP or TCP, is dropped.
         probe_direct(walled, walled.host_ip, media_port)
         direct = rule_packets(walled, "output", "direct")
         assert direct >= 2, "the firewall let a direct probe through"
 
-        page.evaluate(f"window.t.pc.setRemoteDescription({{type: 'answer', sdp: {answer!r}}})")
-        state = lambda: (page.evaluate("[window.t.states, window.t.errors]"), participant(server, ROOM, call_id)["state"])
-        wait_for("the browser connected", pumped(lambda: participant(server, ROOM, call_id)["state"] == "established"),
-                 timeout=30, detail=lambda: (state(), server.log_tail(2000), turn.log_tail(2000)))
-        pair = wait_for("a selected pair", pumped(lambda: page.evaluate(SELECTED_PAIR)), timeout=10)
+        pair = session.connect(call_id, answer, detail=lambda: turn.log_tail(2000))
         assert pair["localType"] == "relay" and pair["relayProtocol"] == transport, pair
         assert pair["localAddress"] == turn.host, pair  # the relay address coturn allocated
         assert (pair["remoteType"], pair["remoteProtocol"], pair["remoteAddress"], pair["remotePort"]) == \
             ("host", "udp", walled.host_ip, media_port), pair
-
-        # Three seconds of media both ways, then what each side heard.
-        deadline = time.monotonic() + 3.0
-        while time.monotonic() < deadline:
-            loop.run_until_complete(asyncio.sleep(0.1))
-        end = time.monotonic()
-        heard_by_talker = talker.audio_between(end - 2.0, end)
-        assert len(heard_by_talker) >= 48000, f"the aiortc talker got {len(heard_by_talker)} samples"
-        assert tone_db(heard_by_talker, 660.0) > tone_db(heard_by_talker, 1000.0) + 20, "the talker did not hear the browser"
-        heard_by_browser = numpy.array(page.evaluate(LAST_SECOND), dtype=numpy.float64)
-        assert len(heard_by_browser) >= 24000, f"the browser decoded {len(heard_by_browser)} samples in the last second"
-        assert tone_db(heard_by_browser, 440.0) > tone_db(heard_by_browser, 1000.0) + 20, "the browser did not hear the room"
-        media = participant(server, ROOM, call_id)["media"]
-        assert media["packetsReceived"] > 100 and media["packetsSent"] > 100, media
+        media = session.exchange_audio(call_id)
 
         # Through the relay: the firewall passed the browser's packets to coturn only, and
         # coturn's report for the allocation (written when the browser closes its connection and
         # releases it) counts at least the call's packets each way between relay and Chorus.
         turn_packets = rule_packets(walled, "output", "turn")
-        page.evaluate("window.t.pc.close()")
-        usage = wait_for("coturn's usage report", pumped(turn.peer_usage), timeout=15, detail=lambda: turn.log_tail())
+        session.page.evaluate("window.t.pc.close()")
+        usage = wait_for("coturn's usage report", session.pumped(turn.peer_usage), timeout=15, detail=lambda: turn.log_tail())
         received_from_chorus, _, sent_to_chorus, _ = usage
         assert received_from_chorus >= media["packetsSent"] and sent_to_chorus >= media["packetsReceived"], (usage, media)
         assert turn_packets > media["packetsReceived"], (turn_packets, media)
@@ -366,11 +406,90 @@ def test_chromium_behind_a_turn_relay_hears_and_is_heard(transport, server, turn
         assert "CHANNEL_BIND processed, success" in turn.log(), turn.log_tail()
         print(f"TURN/{transport}: pair {pair}, server counters {media}, coturn peer usage (rp, rb, sp, sb) {usage}, "
               f"firewall passed {turn_packets} packets to coturn, dropped {direct} probes toward the media port "
-              f"and {rule_packets(walled, 'output', 'other')} packets elsewhere")
+              f"and {rule_packets(walled, 'output', 'other')} packets elsewhere (DNS, IPv6 neighbour discovery)")
     finally:
-        browser.close()
-        loop.run_until_complete(talker.close())
-        loop.close()
+        session.close()
+
+
+# -- a symmetric NAT needs no TURN -----------------------------------------------------------
+
+def symmetric_nat(namespace: Namespace) -> str:
+    """Puts the namespace behind a NAT of the strictest kind and returns its public address.
+    Mapping: every new flow out gets a random port of that address (`fully-random`), so one
+    socket is seen at a different address:port by each destination (endpoint-dependent, i.e.
+    symmetric). Filtering: only replies on a flow the inside opened come in (conntrack), so
+    nothing reaches the browser's own address unasked. The outside routes the public address
+    (one unused in the veth's /28) to the namespace, where conntrack translates replies back."""
+    base, last = namespace.host_ip.rsplit(".", 1)
+    public = f"{base}.{int(last) + 8}"
+    run("ip", "route", "add", f"{public}/32", "via", namespace.inner_ip, "dev", namespace.veth)
+    namespace.nft(f"""
+        table ip chorus_nat {{
+            chain postrouting {{ type nat hook postrouting priority srcnat; policy accept;
+                oifname "{namespace.veth}i" snat to {public} fully-random
+            }}
+        }}
+        table inet chorus_test {{
+            chain output {{ type filter hook output priority 0; policy drop;
+                oifname "lo" accept
+                ip daddr {namespace.host_ip} accept
+                counter drop comment "other"
+            }}
+            chain input {{ type filter hook input priority 0; policy drop;
+                iifname "lo" accept
+                ct state established,related accept
+                ip saddr {namespace.host_ip} tcp dport 9222 accept
+                counter drop comment "unsolicited"
+            }}
+        }}""")
+    return public
+
+
+def mappings(namespace: Namespace) -> tuple[int, list[tuple[str, int]]]:
+    """One UDP socket inside sends to two ports on the host side: its own port, and the
+    address:port each destination saw it at."""
+    receivers = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(2)]
+    try:
+        for receiver in receivers:
+            receiver.bind((namespace.host_ip, 0))
+            receiver.settimeout(5)
+        targets = [receiver.getsockname() for receiver in receivers]
+        script = ("import socket\n"
+                  "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(('0.0.0.0', 0))\n"
+                  f"for target in {targets!r}: s.sendto(b'x', tuple(target))\n"
+                  "print(s.getsockname()[1])\n")
+        result = subprocess.run([*namespace.prefix(), "python3", "-c", script], capture_output=True, text=True, timeout=15)
+        assert result.returncode == 0, result.stderr
+        return int(result.stdout), [receiver.recvfrom(16)[1] for receiver in receivers]
+    finally:
+        for receiver in receivers:
+            receiver.close()
+
+
+def test_chromium_behind_a_symmetric_nat_joins_directly_without_turn(server, walled, tmp_path):
+    """Chorus has an address the client reaches (here the host side; in production its public
+    IP), and ICE-lite leaves the checks to the client: the browser's checks go out through its
+    NAT, which maps them to some public port, and Chorus answers to wherever they came from,
+    which is what the NAT lets back in. No STUN or TURN server: the browser offers only its
+    private host address, learns its mapped one (a peer-reflexive local candidate) from
+    Chorus's check responses, and media flows both ways on that pair."""
+    public = symmetric_nat(walled)
+    local_port, seen_at = mappings(walled)
+    assert [address for address, _ in seen_at] == [public, public], seen_at
+    assert seen_at[0][1] != seen_at[1][1], f"one socket, port {local_port}, seen at {seen_at}: not symmetric"
+    session = BrowserSession(server, walled, tmp_path)
+    try:
+        offer, candidates = session.offer({"bundlePolicy": "max-bundle"})
+        assert candidates and all(" typ host" in line and public not in line for line in candidates), candidates
+        call_id, answer, media_port = session.join(offer)
+        pair = session.connect(call_id, answer)
+        assert (pair["localType"], pair["localProtocol"], pair["localAddress"]) == ("prflx", "udp", public), pair
+        assert (pair["remoteType"], pair["remoteProtocol"], pair["remoteAddress"], pair["remotePort"]) == \
+            ("host", "udp", walled.host_ip, media_port), pair
+        media = session.exchange_audio(call_id)
+        print(f"symmetric NAT: one socket (port {local_port}) seen at {seen_at}; pair {pair}; server counters {media}")
+    finally:
+        session.close()
 
 
 # -- deploy/coturn/turnserver.conf ------------------------------------------------------------
