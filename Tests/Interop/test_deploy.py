@@ -33,7 +33,7 @@ def test_dockerfile_is_multi_stage_debian_12_with_swift():
     text = "\n".join(lines)
     assert "swift build -c release --product chorus" in text
     assert "Chorus_ControlAPI.resources" in text  # the OpenAPI document ships next to the binary
-    assert "EXPOSE 8080/tcp 10000/udp" in text
+    assert "EXPOSE 8080/tcp 10000/udp 10000/tcp" in text
     assert "STOPSIGNAL SIGTERM" in text
     assert 'CMD ["serve"]' in text
 
@@ -42,6 +42,7 @@ def test_compose_publishes_the_udp_media_port():
     compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
     service = compose["services"]["chorus"]
     assert "10000:10000/udp" in service["ports"] and "8080:8080/tcp" in service["ports"]
+    assert "10000:10000/tcp" in service["ports"]  # ICE-TCP
     assert service["build"]["dockerfile"] == "deploy/Dockerfile"
     assert service["stop_signal"] == "SIGTERM"
     assert "CHORUS_PUBLIC_IP" in service["environment"]
@@ -57,6 +58,8 @@ def test_kubernetes_manifest():
     assert container["args"] == ["serve"]
     media = [p for p in container["ports"] if p["name"] == "media"][0]
     assert media["protocol"] == "UDP" and media["containerPort"] == 10000 and media["hostPort"] == 10000
+    media_tcp = [p for p in container["ports"] if p["name"] == "media-tcp"][0]
+    assert media_tcp["protocol"] == "TCP" and media_tcp["containerPort"] == 10000 and media_tcp["hostPort"] == 10000
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
     env = {e["name"]: e for e in container["env"]}
