@@ -216,7 +216,11 @@ class Coturn:
         self.stdout = open(tmp_path / "turnserver.stdout", "w")
         self.process = subprocess.Popen([binary, "-c", str(self.config)], stdout=self.stdout,
                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-        wait_for("coturn listening", self._listening, timeout=15, detail=lambda: self.log_tail())
+        try:
+            wait_for("coturn listening", self._listening, timeout=15, detail=lambda: self.log_tail())
+        except BaseException:
+            self.stop()
+            raise
 
     def _listening(self) -> bool:
         if self.process.poll() is not None:
@@ -234,7 +238,8 @@ class Coturn:
             return ""
 
     def log_tail(self, chars: int = 3000) -> str:
-        return self.log()[-chars:] or (self.stdout.name and Path(self.stdout.name).read_text(errors="replace")[-chars:])
+        """The log's end, or what coturn printed before it opened its log."""
+        return self.log()[-chars:] or Path(self.stdout.name).read_text(errors="replace")[-chars:]
 
     def peer_usage(self) -> tuple[int, int, int, int] | None:
         """The last (rp, rb, sp, sb) coturn reported between relay and peer: packets and bytes
