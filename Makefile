@@ -4,7 +4,13 @@ SHELL := /bin/bash
 # and the H.264 publisher and viewer of Tests/Interop/test_h264_forward.py.
 # janus, iproute2, curl: the Janus peer of `chorus load --target janus` (Tests/Interop/test_load_janus.py
 # and `make bench-compare`), run in a network namespace.
-APT_PACKAGES := libopus-dev libvpx-dev libsrtp2-dev libssl-dev libsqlite3-dev pkg-config chromium janus iproute2 curl
+# coturn: the TURN relay that Tests/Interop/test_turn.py starts (as a plain child process, on a
+# generated configuration) between a walled-in Chromium and the server. Debian enables its
+# systemd unit on install; on a machine without systemd nothing starts.
+# nftables, socat: the namespaces' firewalls (Tests/Interop/netns.py) and the forwarder of a
+# namespaced Chromium's DevTools port (Tests/Interop/chromium.py), used by test_ice_tcp.py and
+# test_turn.py; installed here before but never listed.
+APT_PACKAGES := libopus-dev libvpx-dev libsrtp2-dev libssl-dev libsqlite3-dev pkg-config chromium janus iproute2 curl coturn nftables socat
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 VENV := .venv
 PY := $(VENV)/bin/python

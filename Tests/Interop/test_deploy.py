@@ -33,7 +33,7 @@ def test_dockerfile_is_multi_stage_debian_12_with_swift():
     text = "\n".join(lines)
     assert "swift build -c release --product chorus" in text
     assert "Chorus_ControlAPI.resources" in text  # the OpenAPI document ships next to the binary
-    assert "EXPOSE 8080/tcp 10000/udp" in text
+    assert "EXPOSE 8080/tcp 10000/udp 10000/tcp" in text
     assert "STOPSIGNAL SIGTERM" in text
     assert 'CMD ["serve"]' in text
 
@@ -42,6 +42,7 @@ def test_compose_publishes_the_udp_media_port():
     compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
     service = compose["services"]["chorus"]
     assert "10000:10000/udp" in service["ports"] and "8080:8080/tcp" in service["ports"]
+    assert "10000:10000/tcp" in service["ports"]  # ICE-TCP
     assert service["build"]["dockerfile"] == "deploy/Dockerfile"
     assert service["stop_signal"] == "SIGTERM"
     assert "CHORUS_PUBLIC_IP" in service["environment"]
@@ -57,8 +58,56 @@ def test_kubernetes_manifest():
     assert container["args"] == ["serve"]
     media = [p for p in container["ports"] if p["name"] == "media"][0]
     assert media["protocol"] == "UDP" and media["containerPort"] == 10000 and media["hostPort"] == 10000
+    media_tcp = [p for p in container["ports"] if p["name"] == "media-tcp"][0]
+    assert media_tcp["protocol"] == "TCP" and media_tcp["containerPort"] == 10000 and media_tcp["hostPort"] == 10000
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
     env = {e["name"]: e for e in container["env"]}
     assert env["CHORUS_PUBLIC_IP"]["valueFrom"]["fieldRef"]["fieldPath"] == "status.hostIP"
     assert int(env["CHORUS_DRAIN_SECONDS"]["value"]) < deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+
+
+def coturn_settings() -> dict[str, list[str]]:
+    """deploy/coturn/turnserver.conf as option -> values (flags have the value "")."""
+    settings: dict[str, list[str]] = {}
+    for line in (DEPLOY / "coturn" / "turnserver.conf").read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            key, _, value = line.partition("=")
+            settings.setdefault(key.strip(), []).append(value.strip())
+    return settings
+
+
+def test_coturn_config_for_chorus():
+    """The shape of the TURN configuration; Tests/Interop/test_turn.py runs it and allocates."""
+    settings = coturn_settings()
+    assert settings["listening-port"] == ["3478"] and settings["tls-listening-port"] == ["443"]
+    assert "use-auth-secret" in settings and "lt-cred-mech" not in settings
+    # coturn accepts credentials made with every static-auth-secret it is given: a value here
+    # would stay valid next to the one compose passes.
+    assert "static-auth-secret" not in settings
+    assert int(settings["min-port"][0]) < int(settings["max-port"][0])
+    assert "allow-loopback-peers" not in settings and "no-multicast-peers" in settings
+    denied = settings["denied-peer-ip"]
+    for private in ("10.0.0.0-10.255.255.255", "172.16.0.0-172.31.255.255", "192.168.0.0-192.168.255.255",
+                    "127.0.0.0-127.255.255.255", "169.254.0.0-169.254.255.255", "100.64.0.0-100.127.255.255",
+                    "fc00::-fdff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "fe80::-febf:ffff:ffff:ffff:ffff:ffff:ffff:ffff"):
+        assert private in denied, private
+    assert settings["cert"] == ["/etc/coturn/certs/fullchain.pem"] and settings["pkey"] == ["/etc/coturn/certs/privkey.pem"]
+
+
+def test_compose_runs_coturn_beside_chorus_on_request():
+    compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
+    chorus, coturn = compose["services"]["chorus"], compose["services"]["coturn"]
+    assert coturn["profiles"] == ["turn"]  # `docker compose up` alone starts Chorus only
+    assert coturn["network_mode"] == "host" and "ports" not in coturn
+    assert "./coturn/turnserver.conf:/etc/coturn/turnserver.conf:ro" in coturn["volumes"]
+    assert "./coturn/certs:/etc/coturn/certs:ro" in coturn["volumes"]
+    assert (DEPLOY / "coturn" / "turnserver.conf").is_file()
+    command = " ".join(coturn["entrypoint"] + coturn["command"])
+    assert command.startswith("/bin/sh -c exec turnserver -c /etc/coturn/turnserver.conf")
+    # The secret is required when the container starts ($$: a literal $ for the shell), and the
+    # relay may reach the address Chorus announces.
+    assert '--static-auth-secret="$${TURN_SECRET:?' in command
+    assert '--allowed-peer-ip="$${CHORUS_PUBLIC_IP}"' in command
+    assert coturn["environment"]["CHORUS_PUBLIC_IP"] == chorus["environment"]["CHORUS_PUBLIC_IP"]
