@@ -179,7 +179,7 @@ let package = Package(
             name: "chorus",
             dependencies: [
                 "LoadGenerator",
-                "ChorusCore", "Auth", "Rooms", "Storage", "ControlAPI", "MediaSocket", "DTLS",
+                "ChorusCore", "Auth", "Rooms", "SDP", "Storage", "ControlAPI", "MediaSocket", "DTLS",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),

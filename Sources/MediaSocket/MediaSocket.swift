@@ -272,7 +272,11 @@ extension TransportAddress {
         case .v6(let v6):
             var storage = v6.address.sin6_addr
             let bytes = withUnsafeBytes(of: &storage) { Array($0) }
-            self.init(bytes: bytes, port: UInt16(bigEndian: v6.address.sin6_port), transport: transport)
+            // An IPv4 peer of a dual-stack socket shows as ::ffff:a.b.c.d (RFC 4291 §2.5.5.2):
+            // it is an IPv4 peer, and STUN must tell it its IPv4 address.
+            let mapped = bytes.prefix(10).allSatisfy { $0 == 0 } && bytes[10] == 0xFF && bytes[11] == 0xFF
+            self.init(bytes: mapped ? Array(bytes[12...]) : bytes, port: UInt16(bigEndian: v6.address.sin6_port),
+                      transport: transport)
         default:
             return nil
         }

@@ -14,6 +14,8 @@ public struct MediaEnvironment: Sendable {
     public let candidatePort: UInt16
     /// The ICE-TCP port announced as a passive TCP candidate; nil when ICE-TCP is off.
     public let candidateTCPPort: UInt16?
+    /// More announced addresses (`--public-ip` given more than once), each with its candidates.
+    public let additionalCandidateAddresses: [String]
     public let audio: AudioEncoding
     public let clock: any RoomClock
     /// How long a participant may go without proving it is there (a consent check, or
@@ -22,7 +24,8 @@ public struct MediaEnvironment: Sendable {
     public let consentTimeoutNanoseconds: UInt64
 
     public init(dtls: DTLSContext, sink: any DatagramSink, routing: any MediaRouting, candidateAddress: String,
-                candidatePort: UInt16, candidateTCPPort: UInt16? = nil, audio: AudioEncoding = AudioEncoding(),
+                candidatePort: UInt16, candidateTCPPort: UInt16? = nil, additionalCandidateAddresses: [String] = [],
+                audio: AudioEncoding = AudioEncoding(),
                 clock: any RoomClock = SystemRoomClock(),
                 consentTimeoutNanoseconds: UInt64 = ConsentFreshness.defaultTimeoutNanoseconds) {
         self.audio = audio
@@ -33,13 +36,15 @@ public struct MediaEnvironment: Sendable {
         self.candidateAddress = candidateAddress
         self.candidatePort = candidatePort
         self.candidateTCPPort = candidateTCPPort
+        self.additionalCandidateAddresses = additionalCandidateAddresses
         self.clock = clock
     }
 
     /// The part a room's core uses (joins and encodes, no I/O).
     var core: RoomCore.Media {
         RoomCore.Media(dtls: dtls, candidateAddress: candidateAddress, candidatePort: candidatePort,
-                       candidateTCPPort: candidateTCPPort, audio: audio,
+                       candidateTCPPort: candidateTCPPort, additionalCandidateAddresses: additionalCandidateAddresses,
+                       audio: audio,
                        consentTimeoutNanoseconds: consentTimeoutNanoseconds)
     }
 }

@@ -22,7 +22,7 @@ public struct MediaPlan {
     /// come from a generator seeded with `seed`.
     public init(
         analysis: OfferAnalysis, certificateFingerprint: [UInt8], candidateAddress: String, candidatePort: UInt16,
-        candidateTCPPort: UInt16? = nil, callId: CallID, ntpReference: NTPClockReference, localICE: ICECredentials = .random(),
+        candidateTCPPort: UInt16? = nil, additionalCandidateAddresses: [String] = [], callId: CallID, ntpReference: NTPClockReference, localICE: ICECredentials = .random(),
         seed: UInt64 = .random(in: 0...UInt64.max)
     ) throws(JoinError) {
         // SSRCs and the session ID need to be distinct, not secret: a seeded generator makes a
@@ -73,6 +73,7 @@ public struct MediaPlan {
             candidateAddress: candidateAddress, candidatePort: candidatePort, cname: cname,
             audioStream: audio, slotStreams: slots)
         local.candidateTCPPort = candidateTCPPort
+        local.additionalCandidateAddresses = additionalCandidateAddresses
         answerSource = AnswerSource(analysis: analysis, local: local)
         do {
             answer = try AnswerBuilder(analysis: analysis, local: local).buildText()

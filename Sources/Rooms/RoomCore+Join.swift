@@ -34,7 +34,8 @@ extension RoomCore {
         let plan = try MediaPlan(
             analysis: analysis, certificateFingerprint: media.dtls.certificate.fingerprint,
             candidateAddress: media.candidateAddress, candidatePort: media.candidatePort,
-            candidateTCPPort: media.candidateTCPPort, callId: request.callId,
+            candidateTCPPort: media.candidateTCPPort, additionalCandidateAddresses: media.additionalCandidateAddresses,
+            callId: request.callId,
             ntpReference: NTPClockReference(mediaTime: time, ntp: NTPTimestamp(date: wallClock.date(at: time))))
         let participant = try makeParticipant(request, analysis: analysis, plan: plan, media: media, now: time)
         return step(at: time, &output) {

@@ -59,11 +59,14 @@ public final class RoomCore {
         public let audio: AudioEncoding
         public let consentTimeoutNanoseconds: UInt64
         public let candidateTCPPort: UInt16?
+        public let additionalCandidateAddresses: [String]
 
         public init(dtls: DTLSContext, candidateAddress: String, candidatePort: UInt16,
-                    candidateTCPPort: UInt16? = nil, audio: AudioEncoding = AudioEncoding(),
+                    candidateTCPPort: UInt16? = nil, additionalCandidateAddresses: [String] = [],
+                    audio: AudioEncoding = AudioEncoding(),
                     consentTimeoutNanoseconds: UInt64 = ConsentFreshness.defaultTimeoutNanoseconds) {
             self.candidateTCPPort = candidateTCPPort
+            self.additionalCandidateAddresses = additionalCandidateAddresses
             self.consentTimeoutNanoseconds = consentTimeoutNanoseconds
             self.dtls = dtls
             self.candidateAddress = candidateAddress

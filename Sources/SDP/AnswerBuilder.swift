@@ -101,14 +101,23 @@ public struct AnswerBuilder: Sendable {
         ConnectionData(addressType: local.isIPv6 ? "IP6" : "IP4", address: local.candidateAddress)
     }
 
-    /// The UDP host candidate, then the passive TCP one when ICE-TCP is on.
+    /// For each of the server's addresses in order, its UDP host candidate, then its passive TCP
+    /// one when ICE-TCP is on. Each address gets a lower local preference than the one before,
+    /// so the priorities stay distinct and the first address is preferred.
     var hostCandidates: [Candidate] {
-        let udp = Candidate(foundation: "1", component: 1, transport: "udp", priority: Self.candidatePriority,
-                            address: local.candidateAddress, port: local.candidatePort, type: "host")
-        guard let tcpPort = local.candidateTCPPort else { return [udp] }
-        return [udp, Candidate(foundation: "2", component: 1, transport: "tcp", priority: Self.tcpCandidatePriority,
-                               address: local.candidateAddress, port: tcpPort, type: "host",
-                               extensionFields: ["tcptype", "passive"])]
+        var candidates: [Candidate] = []
+        for (index, address) in ([local.candidateAddress] + local.additionalCandidateAddresses).enumerated() {
+            let lower = UInt32(index) << 8
+            candidates.append(Candidate(foundation: "\(2 * index + 1)", component: 1, transport: "udp",
+                                        priority: Self.candidatePriority - lower, address: address,
+                                        port: local.candidatePort, type: "host"))
+            if let tcpPort = local.candidateTCPPort {
+                candidates.append(Candidate(foundation: "\(2 * index + 2)", component: 1, transport: "tcp",
+                                            priority: Self.tcpCandidatePriority - lower, address: address, port: tcpPort,
+                                            type: "host", extensionFields: ["tcptype", "passive"]))
+            }
+        }
+        return candidates
     }
 
     /// ICE credentials, fingerprint and DTLS role, and in a media section (every accepted one)

@@ -39,6 +39,9 @@ public struct LocalParameters: Sendable, Hashable {
     /// The ICE-TCP port (RFC 6544), offered as a passive TCP host candidate after the UDP one;
     /// nil when ICE-TCP is off.
     public var candidateTCPPort: UInt16?
+    /// More addresses the server is reachable at (an IPv6 address beside the IPv4 one, say):
+    /// each gets host candidates of its own, after `candidateAddress`'s.
+    public var additionalCandidateAddresses: [String] = []
     /// RTCP CNAME of every stream the server sends (RFC 7022).
     public var cname: String
     /// The room's audio mix for this participant.
@@ -74,6 +77,9 @@ public struct LocalParameters: Sendable, Hashable {
         guard Self.isIPLiteral(candidateAddress) else { throw .invalidLocalParameter("candidateAddress") }
         guard candidatePort != 0 else { throw .invalidLocalParameter("candidatePort") }
         guard candidateTCPPort != 0 else { throw .invalidLocalParameter("candidateTCPPort") }
+        guard additionalCandidateAddresses.count <= 8, additionalCandidateAddresses.allSatisfy(Self.isIPLiteral) else {
+            throw .invalidLocalParameter("additionalCandidateAddresses")
+        }
         guard SDPSyntax.isVisible(cname), cname.utf8.count <= 255 else { throw .invalidLocalParameter("cname") }
         for stream in [audioStream] + slotStreams {
             guard Self.isMSIDToken(stream.streamID) else { throw .invalidLocalParameter("streamID") }
@@ -85,7 +91,7 @@ public struct LocalParameters: Sendable, Hashable {
 
     /// Dotted IPv4, or an IPv6 literal (RFC 4291 §2.2 text forms, no zone ID such as `%eth0`,
     /// which means nothing to the peer).
-    static func isIPLiteral(_ text: String) -> Bool {
+    public static func isIPLiteral(_ text: String) -> Bool {
         TransportAddress(ipv4: text, port: 0) != nil || isIPv6Literal(text)
     }
 

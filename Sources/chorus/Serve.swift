@@ -7,6 +7,7 @@ import Logging
 import DTLS
 import MediaSocket
 import Rooms
+import SDP
 import ServiceLifecycle
 import Storage
 
@@ -21,8 +22,10 @@ struct Serve: AsyncParsableCommand {
     var mediaPort: Int?
     @Option(help: "ICE-TCP port (RFC 6544) for clients whose network drops UDP (env CHORUS_MEDIA_TCP_PORT, default the UDP media port's number; 0 turns ICE-TCP off).")
     var mediaTcpPort: Int?
-    @Option(help: "UDP media listen address (env CHORUS_MEDIA_HOST, default 0.0.0.0).") var mediaHost: String?
-    @Option(help: "Address announced in SDP candidates (env CHORUS_PUBLIC_IP, default 127.0.0.1).") var publicIp: String?
+    @Option(help: "Media listen address, UDP and ICE-TCP (env CHORUS_MEDIA_HOST, default :: (IPv4 and IPv6), or 0.0.0.0 without IPv6).")
+    var mediaHost: String?
+    @Option(help: "Address announced in SDP candidates; repeat it for several (IPv4 and IPv6): each gets its own candidates, the first is preferred (env CHORUS_PUBLIC_IP, comma-separated, default 127.0.0.1).")
+    var publicIp: [String] = []
     @Option(help: "trace, debug, info, notice, warning, error or critical (env CHORUS_LOG_LEVEL).") var logLevel: String?
     @Option(help: "Requests per second per client address; 0 disables (env CHORUS_RATE_LIMIT, default 100).")
     var rateLimit: Double?
@@ -53,7 +56,11 @@ struct Serve: AsyncParsableCommand {
         let host = httpHost ?? environment("HTTP_HOST") ?? "0.0.0.0"
         let port = httpPort ?? environment("HTTP_PORT").flatMap { Int($0) } ?? 8080
         let media = mediaPort ?? environment("MEDIA_PORT").flatMap { Int($0) } ?? 10000
-        let announced = publicIp ?? environment("PUBLIC_IP") ?? "127.0.0.1"
+        let addresses = !publicIp.isEmpty ? publicIp
+            : environment("PUBLIC_IP").map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+            ?? ["127.0.0.1"]
+        guard let announced = addresses.first, addresses.count <= 8, addresses.allSatisfy(LocalParameters.isIPLiteral)
+        else { throw ValidationError("public IPs must be one to eight IPv4 or IPv6 literals") }
         let tcpMedia = mediaTcpPort ?? environment("MEDIA_TCP_PORT").flatMap { Int($0) }
         guard tcpMedia.map({ (0...65535).contains($0) }) ?? true else {
             throw ValidationError("the media TCP port must be between 0 (off) and 65535")
@@ -80,13 +87,13 @@ struct Serve: AsyncParsableCommand {
         case 0?: .off
         case let port?: .port(port)
         }
-        let socket = MediaSocket(host: mediaHost ?? environment("MEDIA_HOST") ?? "0.0.0.0", port: media,
-                                 tcpPort: tcpPort, router: router, logger: logger)
-        let boundMedia = try await socket.bind()
+        let (socket, boundMedia) = try await Self.bindMedia(
+            host: mediaHost ?? environment("MEDIA_HOST"), port: media, tcpPort: tcpPort, router: router, logger: logger)
         let mediaEnvironment = MediaEnvironment(
             dtls: try DTLSContext(certificate: DTLSCertificate()), sink: socket, routing: router,
             candidateAddress: announced, candidatePort: UInt16(boundMedia),
-            candidateTCPPort: socket.boundTCPPort.map { UInt16($0) }, audio: try audioEncoding(),
+            candidateTCPPort: socket.boundTCPPort.map { UInt16($0) }, additionalCandidateAddresses: Array(addresses.dropFirst()),
+            audio: try audioEncoding(),
             consentTimeoutNanoseconds: UInt64(consent * 1e9))
         let recorder = CallRecorder(database: db, logger: logger)
         let registry = RoomRegistry(logger: logger, media: mediaEnvironment, observer: recorder.observer)
@@ -109,7 +116,7 @@ struct Serve: AsyncParsableCommand {
             onServerRunning: { channel in
                 let bound = channel.localAddress?.port ?? port
                 logger.info("chorus listening", metadata: [
-                    "http": "\(host):\(bound)", "media": "udp/\(boundMedia)", "publicIp": "\(announced)",
+                    "http": "\(host):\(bound)", "media": "udp/\(boundMedia)", "publicIp": "\(addresses.joined(separator: ","))",
                     "db": "\(db.location)",
                 ])
                 if let banner {
@@ -163,5 +170,25 @@ struct DrainService: Service {
             try? await Task.sleep(for: .milliseconds(Int(drainSeconds * 1000)))
         }
         await registry.closeAll()
+    }
+}
+
+extension Serve {
+    /// The media port on `host`; without one, on `::` (one dual-stack socket for IPv4 and
+    /// IPv6 peers), or on `0.0.0.0` when this machine has no IPv6.
+    static func bindMedia(host: String?, port: Int, tcpPort: MediaSocket.TCPPort, router: DatagramRouter,
+                          logger: Logger) async throws -> (MediaSocket, Int) {
+        if let host {
+            let socket = MediaSocket(host: host, port: port, tcpPort: tcpPort, router: router, logger: logger)
+            return (socket, try await socket.bind())
+        }
+        do {
+            let socket = MediaSocket(host: "::", port: port, tcpPort: tcpPort, router: router, logger: logger)
+            return (socket, try await socket.bind())
+        } catch {
+            logger.info("no IPv6 media socket; IPv4 only", metadata: ["error": "\(error)"])
+            let socket = MediaSocket(host: "0.0.0.0", port: port, tcpPort: tcpPort, router: router, logger: logger)
+            return (socket, try await socket.bind())
+        }
     }
 }

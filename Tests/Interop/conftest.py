@@ -104,7 +104,11 @@ class ChorusServer:
             self.binary, "serve", "--db", str(self.db_path), "--dev-app",
             "--http-host", "127.0.0.1", "--http-port", "0", "--rate-limit", "0",
             # Media on an ephemeral loopback port: tests never collide, traffic stays on lo.
-            "--media-host", "127.0.0.1", "--media-port", "0", "--public-ip", "127.0.0.1",
+            "--media-port", "0",
+            # Media on loopback unless the test puts it elsewhere (`--public-ip` may be repeated:
+            # a test's own addresses replace the default rather than add to it).
+            *([] if "--media-host" in self.extra_args else ["--media-host", "127.0.0.1"]),
+            *([] if "--public-ip" in self.extra_args else ["--public-ip", "127.0.0.1"]),
             *self.extra_args,
         ]
         self.starts += 1

@@ -30,6 +30,8 @@ class Namespace:
     host_ip: str
     inner_ip: str
     veth: str
+    host_ip6: str = ""
+    inner_ip6: str = ""
     processes: list[subprocess.Popen] = field(default_factory=list)
 
     @classmethod
@@ -53,11 +55,16 @@ class Namespace:
             # toward a public address (no packet is sent) and gather no candidate without one.
             # The firewall below lets nothing out but to the host side.
             run(*inside, "ip", "route", "add", "default", "via", host_ip)
+            # IPv6 too, on a unique local prefix (no duplicate address detection: nothing else
+            # is on this link).
+            prefix6 = f"fd42:{index:x}::"
+            run("ip", "-6", "addr", "add", f"{prefix6}1/64", "dev", veth, "nodad")
+            run(*inside, "ip", "-6", "addr", "add", f"{prefix6}2/64", "dev", veth + "i", "nodad")
         except Exception:
             subprocess.run(["ip", "link", "del", veth], capture_output=True)
             subprocess.run(["ip", "netns", "del", name], capture_output=True)
             raise
-        return cls(name, host_ip, inner_ip, veth)
+        return cls(name, host_ip, inner_ip, veth, f"fd42:{index:x}::1", f"fd42:{index:x}::2")
 
     def prefix(self) -> list[str]:
         """The command prefix that runs a program inside."""
