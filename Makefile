@@ -10,7 +10,9 @@ SHELL := /bin/bash
 # nftables, socat: the namespaces' firewalls (Tests/Interop/netns.py) and the forwarder of a
 # namespaced Chromium's DevTools port (Tests/Interop/chromium.py), used by test_ice_tcp.py and
 # test_turn.py; installed here before but never listed.
-APT_PACKAGES := libopus-dev libvpx-dev libsrtp2-dev libssl-dev libsqlite3-dev pkg-config chromium janus iproute2 curl coturn nftables socat
+# firefox-esr: the second browser of Tests/Interop/test_leave_browsers.py (a headless Firefox driven
+# over WebDriver BiDi by Tests/Interop/firefox.py): a call the server ends closes its DTLS transport.
+APT_PACKAGES := libopus-dev libvpx-dev libsrtp2-dev libssl-dev libsqlite3-dev pkg-config chromium janus iproute2 curl coturn nftables socat firefox-esr
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 VENV := .venv
 PY := $(VENV)/bin/python
