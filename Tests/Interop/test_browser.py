@@ -8,7 +8,10 @@ What is checked, by the server and by the pages:
 - audio flows both ways: the server receives each one's packets and sends each one the mix;
 - each page shows the other's camera in a slot (`window.chorus.slots`: playing, videoWidth > 0),
   under the other's user ID from the `video.slots` events;
-- after Leave, each page's statistics upload (pc.getStats()) is stored for its call.
+- after Leave, each page's statistics upload (pc.getStats()) is stored for its call;
+- after a kick, a page shows the call ended within 2 s, even one whose room events never arrive:
+  the server's DTLS close_notify turns its DTLS transport `closed`, and the page follows that
+  transport (its connection itself stays `connected` in Chromium).
 
 A screenshot of one page in the call is saved to test-output/browser-call.png.
 
@@ -20,6 +23,7 @@ answers the browser's checks from wherever they come, but both keep the run on l
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -122,3 +126,41 @@ def test_two_browser_tabs_hear_and_see_each_other(demo_server, chromium):
         inbound = [s for s in data["rtcStats"].values() if s["type"] == "inbound-rtp"]
         assert any(s["kind"] == "audio" and s["packetsReceived"] > 0 for s in inbound), inbound
         assert any(s["kind"] == "video" and s.get("framesDecoded", 0) > 0 for s in inbound), inbound
+
+
+def test_a_kicked_page_shows_the_call_ended_within_2s(demo_server, chromium):
+    """The application kicks both participants. Alice's page never gets its room events (the test
+    holds its event-stream request in Chromium's network layer), so only her DTLS transport can tell
+    her: the server's close_notify turns it `closed` and the page shows the call ended at once,
+    then learns the cause from the call record. Bob's page hears it either way. Both within 2 s
+    of the DELETE's reply, both with the cause `kicked` in their statistics upload."""
+    server = demo_server
+    pages = {user: chromium.open(server.url(f"/?room={ROOM}&user={user}"), ready=CLIENT_READY) for user in USERS}
+    state = lambda: {user: {**page.chorus(), "console": page.console[-5:]} for user, page in pages.items()}
+    # Alice's /events request is paused before it leaves and never continued.
+    pages["alice"].call("Fetch.enable", patterns=[{"urlPattern": "*/events*", "requestStage": "Request"}])
+    for page in pages.values():
+        page.evaluate("document.getElementById('join').click()")
+    calls = {user: wait_for(f"{user} joined", lambda p=page: p.chorus().get("callId"), detail=state)
+             for user, page in pages.items()}
+    for user, page in pages.items():
+        wait_for(f"{user}'s page established", lambda p=page: p.chorus()["state"] == "established", detail=state)
+
+    for user, page in pages.items():
+        reply = server.request("DELETE", f"/v1/rooms/{ROOM}/participants/{calls[user]}")
+        replied = time.monotonic()
+        assert reply.status_code in (200, 204), reply.text
+        while page.chorus()["state"] != "ended" and time.monotonic() - replied < 3.0:
+            time.sleep(0.02)
+        took = time.monotonic() - replied
+        shown = page.chorus()
+        print(f"\n{user}: the page showed the call ended {took * 1000:.0f} ms after the kick's reply "
+              f"(told by {shown.get('endedBy')}; DTLS {shown.get('transportStates')})")
+        assert shown["state"] == "ended" and took < 2.0, (took, state())
+        if user == "alice":
+            assert shown["endedBy"] == "transport", shown
+        wait_for(f"{user} uploaded statistics", lambda p=page: p.chorus().get("uploaded"), detail=state)
+        assert page.chorus()["endCause"] == "kicked", state()
+        uploads = server.request("GET", f"/v1/calls/{calls[user]}/statistics").json()["statistics"]
+        assert [u["data"]["endCause"] for u in uploads] == ["kicked"], uploads
+    assert "Call ended (kicked)" in pages["alice"].evaluate("document.getElementById('status').textContent")

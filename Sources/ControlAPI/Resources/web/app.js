@@ -33,6 +33,8 @@ const chorus = (window.chorus = {
   error: null,
   iceRestarts: 0, // ICE restarts this call asked for (network changes, outages)
   connectionStates: [], // [ms since join, RTCPeerConnection.connectionState], for diagnostics
+  transportStates: [], // [ms since join, RTCDtlsTransport.state], for diagnostics
+  endedBy: null, // what told the page that the call ended: 'event' | 'transport' | 'leave' | 'ice'
 });
 
 /** How long the connection may stay `disconnected` before the client restarts ICE. */
@@ -85,7 +87,8 @@ async function join(roomId, userId) {
   call = { token: null, pc: null, stream: null, events: null, slotTiles: new Map(), roster: new Map(),
            startedAt: performance.now() };
   Object.assign(chorus, { roomId, userId, callId: null, slots: [], talking: [], uploaded: false,
-                          statisticsId: null, endCause: null, error: null, audioMuted: false, videoPaused: false });
+                          statisticsId: null, endCause: null, error: null, audioMuted: false, videoPaused: false,
+                          connectionStates: [], transportStates: [], endedBy: null });
   setState('joining', `Joining ${roomId} as ${userId}…`);
   try {
     call.token = await fetchToken(userId);
@@ -96,6 +99,7 @@ async function join(roomId, userId) {
                              { method: 'POST', body: { sdp: offer }, token: call.token });
     chorus.callId = answer.callId;
     await call.pc.setRemoteDescription({ type: 'answer', sdp: answer.sdp });
+    watchTransport(call.pc);
     setState('connecting', 'Connecting media…');
     showCall(true);
     followEvents();
@@ -164,6 +168,23 @@ function onConnectionState(state) {
   if (state === 'failed') restartIce();
 }
 
+/** Follows the DTLS transport that every stream shares (max-bundle), once the answer made it. */
+function watchTransport(pc) {
+  const transport = pc.getSenders()[0]?.transport;
+  if (!transport) return;
+  const ownCall = call;
+  transport.addEventListener('statechange', () => {
+    if (call !== ownCall) return; // a call that already ended (its pc closed by finish)
+    chorus.transportStates.push([Math.round(performance.now() - call.startedAt), transport.state]);
+    // `closed`: the server's close_notify, sent whenever it ends a call (kick, room close,
+    // shutdown, the user's DELETE from elsewhere); `failed`: DTLS broke. Either way no ICE
+    // restart brings the call back, and the connection itself may still say `connected` (Chromium
+    // and Firefox leave it so), so the page ends the call now rather than when ICE times out ~30 s
+    // later. The room's event stream usually told first, with the cause.
+    if (transport.state === 'closed' || transport.state === 'failed') endCall(null, 'transport');
+  });
+}
+
 /** ICE restart (RFC 8445 §9): a re-offer with new credentials by PATCH, the answer applied.
  *  A call the server no longer has ends here. */
 async function restartIce() {
@@ -179,7 +200,7 @@ async function restartIce() {
     const updated = await api(participantPath(), { method: 'PATCH', body: { sdp: pc.localDescription.sdp }, token: call.token });
     await pc.setRemoteDescription({ type: 'answer', sdp: updated.sdp });
   } catch (error) {
-    if (error.status === 404 && call) endCall('failed');
+    if (error.status === 404 && call) endCall('failed', 'ice');
   } finally {
     if (call) call.restarting = false;
   }
@@ -305,7 +326,7 @@ function handleEvent(event) {
     case 'participant.ended':
       call.roster.delete(event.callId);
       setTalking(event.callId, false);
-      if (own) endCall(event.endCause);
+      if (own) endCall(event.endCause, 'event');
       break;
     case 'audio.muted': case 'audio.unmuted':
       updateRoster(event.callId, { muted: event.type === 'audio.muted' });
@@ -320,7 +341,7 @@ function handleEvent(event) {
       setTalking(event.callId, event.type === 'talking.started');
       break;
     case 'room.closed':
-      endCall('roomClosed');
+      endCall('roomClosed', 'event');
       break;
   }
   renderRoster();
@@ -397,16 +418,32 @@ async function leave() {
   } catch (error) {
     if (error.status !== 404) console.warn('leave', error); // 404: the call had already ended
   }
-  await finish('hungUp', stats);
+  await finish('hungUp', stats, 'leave');
 }
 
 // -- call end -----------------------------------------------------------------------------------
 
-/** The call ended on the server's side (kicked, room closed, failed): upload and clean up. */
-async function endCall(cause) {
+/** The call ended on the server's side (kicked, room closed, failed): clean up and upload. A null
+ *  `cause` (the DTLS transport closed before the event stream said why) is asked of the server. */
+async function endCall(cause, endedBy) {
   if (!call || call.ending) return;
   call.ending = true;
-  await finish(cause, await collectStatistics());
+  await finish(cause, await collectStatistics(), endedBy);
+}
+
+/** Why the server ended the call, from its call record (open to the call's own user); it may take
+ *  a moment to be written, so a few tries within ~1.5 s, then null. */
+async function serverEndCause(callId, token) {
+  for (let attempt = 0; attempt < 6; attempt++) {
+    try {
+      const record = await api(`/v1/calls/${callId}`, { token });
+      if (record?.state === 'ended') return record.endCause;
+    } catch (error) {
+      if (error.status && error.status < 500 && error.status !== 429) return null;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  return null;
 }
 
 /** Everything `pc.getStats()` reports, by id, trimmed to what the server accepts. */
@@ -422,42 +459,60 @@ async function collectStatistics() {
   return report;
 }
 
-/** Uploads the statistics as the SDK does at call end; an Idempotency-Key makes a retry safe. */
-async function uploadStatistics(cause, stats) {
+/** Uploads the statistics as the SDK does at call end; an Idempotency-Key makes a retry safe.
+ *  Resolves to the server's receipt, or null. */
+async function uploadStatistics({ token, callId, roomId, userId }, cause, stats) {
   const body = {
-    client: 'chorus-web', userAgent: navigator.userAgent, callId: chorus.callId, roomId: chorus.roomId,
-    userId: chorus.userId, endCause: cause, endedAt: new Date().toISOString(), rtcStats: stats,
+    client: 'chorus-web', userAgent: navigator.userAgent, callId, roomId, userId,
+    endCause: cause, endedAt: new Date().toISOString(), rtcStats: stats,
   };
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
-      const receipt = await api(`/v1/calls/${chorus.callId}/statistics`, {
-        method: 'POST', body, token: call.token, headers: { 'Idempotency-Key': `end-${chorus.callId}` },
+      return await api(`/v1/calls/${callId}/statistics`, {
+        method: 'POST', body, token, headers: { 'Idempotency-Key': `end-${callId}` },
       });
-      chorus.statisticsId = receipt.statisticsId;
-      chorus.uploaded = true;
-      return;
     } catch (error) {
-      if (error.status && error.status < 500 && error.status !== 429) return void console.warn('statistics', error);
+      if (error.status && error.status < 500 && error.status !== 429) {
+        console.warn('statistics', error);
+        return null;
+      }
       await new Promise((resolve) => setTimeout(resolve, 500 * (attempt + 1)));
     }
   }
+  return null;
 }
 
-/** Closes the connection, uploads, and puts the page back to the join form. */
-async function finish(cause, stats) {
+/** Closes the connection and puts the page back to the join form at once; then learns the cause
+ *  if it is not known yet, and uploads the statistics. */
+async function finish(cause, stats, endedBy) {
   const ended = call;
   ended.ending = true;
   ended.events?.abort();
   clearInterval(ended.slotTimer);
   ended.pc?.close();
   ended.stream?.getTracks().forEach((t) => t.stop());
-  chorus.endCause = cause;
-  if (chorus.callId) await uploadStatistics(cause, stats);
   for (const tile of ended.slotTiles.values()) tile.remove();
   call = null;
   chorus.talking = [];
+  chorus.endedBy = endedBy;
+  chorus.endCause = cause;
   showCall(false);
-  setState('ended', `Call ended (${cause}).${chorus.uploaded ? ' Statistics uploaded.' : ''}`);
+  const said = () => `Call ended${chorus.endCause ? ` (${chorus.endCause})` : ''}.`;
+  setState('ended', said());
+  const { callId, roomId, userId } = chorus;
+  if (!callId) return;
+  const still = () => !call && chorus.callId === callId; // no new call started meanwhile
+  if (!cause) {
+    cause = (await serverEndCause(callId, ended.token)) ?? 'failed';
+    if (still()) {
+      chorus.endCause = cause;
+      setState('ended', said());
+    }
+  }
+  const receipt = await uploadStatistics({ token: ended.token, callId, roomId, userId }, cause, stats);
+  if (!still() || !receipt) return;
+  Object.assign(chorus, { statisticsId: receipt.statisticsId, uploaded: true });
+  setState('ended', `${said()} Statistics uploaded.`);
 }
 
 /** A join that did not get through: report it and release the camera. */
