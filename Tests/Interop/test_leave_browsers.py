@@ -31,7 +31,6 @@ import http.server
 import signal
 import threading
 import time
-from pathlib import Path
 
 import numpy
 import pytest
@@ -40,7 +39,6 @@ from chromium import Chromium
 from firefox import Firefox
 from peers import Peer
 from test_audio_mix import tone_db
-from test_hostile_system import join_peer
 from test_join_aiortc import register
 
 ROOM = "goodbye"
@@ -86,6 +84,16 @@ async function answer(sdp) {
 function ended() {
   return leave.events.find((e) => (e.what === 'dtls' && (e.state === 'closed' || e.state === 'failed'))
                                 || (e.what === 'pc' && (e.state === 'failed' || e.state === 'closed'))) || null;
+}
+
+/** The local and remote addresses of the candidate pair in use (Chromium names it in its
+ *  transport statistics, Firefox marks the pair `selected`). */
+async function selectedPair() {
+  const stats = [...(await leave.pc.getStats()).values()];
+  const chosen = stats.find((s) => s.type === 'transport' && s.selectedCandidatePairId)?.selectedCandidatePairId;
+  const pair = stats.find((s) => s.type === 'candidate-pair' && (s.id === chosen || s.selected));
+  const address = (id) => stats.find((s) => s.id === id)?.address;
+  return pair ? [address(pair.localCandidateId), address(pair.remoteCandidateId)] : null;
 }
 
 function cleanUp() {
@@ -200,6 +208,11 @@ def connected_browser(server, browser, page_server, user: str):
     poll(f"{browser.name} connected", lambda: page.evaluate("leave.pc.connectionState === 'connected'"),
          detail=lambda: (events(page), server.log_tail(2000)))
     poll("the call established", lambda: participant_state(server, call_id) == "established")
+    # The media runs to the server's 127.0.0.1. Firefox sends from its loopback candidate (the
+    # profile's prefs make it gather one); Chromium gathers one too but prefers its candidate on
+    # the machine's own interface address, which the kernel also routes over `lo`.
+    local, remote = poll("a selected candidate pair", lambda: page.evaluate("selectedPair()"))
+    assert remote == "127.0.0.1" and (browser.name != "firefox" or local == "127.0.0.1"), (local, remote)
     return page, call_id
 
 
