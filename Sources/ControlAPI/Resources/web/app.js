@@ -88,7 +88,7 @@ async function join(roomId, userId) {
            startedAt: performance.now() };
   Object.assign(chorus, { roomId, userId, callId: null, slots: [], talking: [], uploaded: false,
                           statisticsId: null, endCause: null, error: null, audioMuted: false, videoPaused: false,
-                          connectionStates: [], transportStates: [], endedBy: null });
+                          connectionStates: [], transportStates: [], endedBy: null, iceRestarts: 0 });
   setState('joining', `Joining ${roomId} as ${userId}…`);
   try {
     call.token = await fetchToken(userId);
