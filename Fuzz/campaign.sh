@@ -20,7 +20,9 @@ run_one() {
   mkdir -p "$out/$t.corpus" "Fuzz/Crashes/$t"
   echo "$(date -u +%FT%TZ) start $t ($seconds s)"
   # -rss_limit_mb: a leak or an allocation bomb is a finding, not a reason to swap.
-  SWIFT_BACKTRACE=enable=no nice -n 19 "$bin" -max_total_time="$seconds" -timeout=10 \
+  # -timeout=120: at nice 19 a busy machine can starve a fuzzer for seconds; 10 s reported two
+  # inputs that replay in 6 and 113 ms as hangs and stopped their runs (2026-11-25).
+  SWIFT_BACKTRACE=enable=no nice -n 19 "$bin" -max_total_time="$seconds" -timeout=120 \
     -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="Fuzz/Crashes/$t/" \
     "$out/$t.corpus" "Fuzz/Corpus/$t" >"$out/$t.log" 2>&1 || echo "$t: FAILED (see $out/$t.log)"
   echo "$(date -u +%FT%TZ) done $t"

@@ -255,10 +255,16 @@ def test_the_browser_hears_the_server_end_its_call_within_2s(chorus_server, brow
         listener.join(chorus_server, ROOM)
         page, call_id = connected_browser(chorus_server, browser, page_server, f"{browser.name}-user")
 
-        # The listener hears the browser: two seconds of its fake microphone, loud at its tone.
+        # The listener hears the browser: two seconds of its fake microphone, loud at its tone,
+        # once its audio flows (bounded: on a loaded machine the listener's ICE and DTLS can take
+        # a few seconds).
+        joined = time.monotonic()
+        deadline = joined + 10.0
+        while not any(at > joined for at, _ in listener.peer.audio) and time.monotonic() < deadline:
+            time.sleep(0.1)
         start = time.monotonic()
-        time.sleep(2.5)
-        heard = listener.peer.audio_between(start + 0.5, time.monotonic())
+        time.sleep(2.0)
+        heard = listener.peer.audio_between(start, time.monotonic())
         levels = {name: round(tone_db(heard, tone, half_band=30)) for name, tone in TONES.items()}
         print(f"\n{browser.name}: the listener decoded {len(heard)} samples, dB at each tone {levels}, "
               f"spectrum peak {spectrum_peak(heard):.0f} Hz")
