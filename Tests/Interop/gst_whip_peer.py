@@ -88,7 +88,7 @@ class WhipPeer:
         self.audio_buffers = 0
         self.video_frames = 0
         self.last_spectrum_hz: float | None = None
-        self.dtls_watched: set[int] = set()
+        self.dtls_watched: list = []
         # Sine at 660 Hz (and a solid colour) on two sendrecv transceivers (webrtcbin's default for
         # a linked sink pad). Live sources so they are paced by the clock.
         self.pipeline = Gst.parse_launch(
@@ -196,19 +196,16 @@ class WhipPeer:
 
     def watch_dtls(self) -> bool:
         """Follows each transceiver's DTLS transport `state` (what close_notify should change)."""
-        index = 0
-        while True:
-            transceiver = self.webrtc.emit("get-transceiver", index)
-            if transceiver is None:
-                break
-            index += 1
-            sender = transceiver.get_property("sender")
+        for index, pad in enumerate(self.webrtc.sinkpads):  # one transceiver per sink pad
+            transceiver = pad.get_property("transceiver")
+            sender = transceiver.get_property("sender") if transceiver is not None else None
             transport = sender.get_property("transport") if sender is not None else None
-            if transport is None or hash(transport) in self.dtls_watched:
+            # Kept alive here, so PyGObject hands out this same wrapper for the same transport.
+            if transport is None or any(transport is known for known in self.dtls_watched):
                 continue
-            self.dtls_watched.add(hash(transport))
-            emit("state", what="dtls", state=transport.get_property("state").value_nick, mline=index - 1)
-            transport.connect("notify::state", lambda t, _p, i=index - 1: GLib.idle_add(
+            self.dtls_watched.append(transport)
+            emit("state", what="dtls", state=transport.get_property("state").value_nick, mline=index)
+            transport.connect("notify::state", lambda t, _p, i=index: GLib.idle_add(
                 lambda: emit("state", what="dtls", state=t.get_property("state").value_nick, mline=i) and False))
         return False
 
