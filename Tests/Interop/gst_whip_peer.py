@@ -20,6 +20,9 @@ What it sees goes to stdout as JSON lines, each with `event` and `t` (time.time(
   {"event": "state", "what": <property>, "state"}            ice-connection-state, connection-state,
                                                              ice-gathering-state, and the DTLS
                                                              transport's `state` ("dtls")
+  {"event": "pair", "local", "remote"}                       the selected candidate pair (address, port,
+                                                             protocol), from webrtcbin's statistics
+                                                             2 s after connecting
   {"event": "audio", "rms", "peak", "buffers", "peak_hz"}    the decoded incoming audio every 0.5 s:
                                                              level in dBFS, buffers so far, strongest
                                                              bin of a 50 Hz-resolution spectrum
@@ -27,8 +30,8 @@ What it sees goes to stdout as JSON lines, each with `event` and `t` (time.time(
   {"event": "bye", "session", "ssrc"}                        an RTCP BYE arrived (rtpbin on-bye-ssrc)
   {"event": "error", "message"}                              a bus error or a failed step
   {"event": "eos"} / {"event": "exit", "code"}
-Diagnostics go to stderr: the offer and answer, libnice's settings, webrtcbin's statistics 2 s
-after connecting (the selected candidate pair), GStreamer warnings.
+Diagnostics go to stderr: the offer and answer, libnice's settings, webrtcbin's statistics,
+GStreamer's log.
 """
 
 from __future__ import annotations
@@ -269,6 +272,24 @@ class WhipPeer:
         if reply is None:
             return
         log("stats: " + reply.to_string())
+        stats = {}
+        for index in range(reply.n_fields()):
+            value = reply.get_value(reply.nth_field_name(index))
+            if isinstance(value, Gst.Structure):
+                stats[value.get_value("id")] = value
+
+        def candidate(identifier):
+            found = stats.get(identifier)
+            if found is None:
+                return None
+            return {name: found.get_value(name) for name in ("address", "port", "protocol", "candidate-type")
+                    if found.has_field(name)}
+        for value in stats.values():
+            if value.has_field("selected-candidate-pair-id"):
+                pair = stats.get(value.get_value("selected-candidate-pair-id"))
+                if pair is not None:
+                    emit("pair", local=candidate(pair.get_value("local-candidate-id")),
+                         remote=candidate(pair.get_value("remote-candidate-id")))
 
     def on_message(self, _bus, message) -> None:
         kind = message.type

@@ -26,10 +26,11 @@ the close_notify (its ICE and peer connection states stay `connected`: only the 
 tells, as in the browsers).
 
 libnice gathers no loopback candidate by default, and it makes no UDP pair from its own
-interface address to the server's 127.0.0.1: left alone it connects over ICE-TCP. The peer is
-given 127.0.0.1 as its one local address (`add-local-ip-address`, nothing else changed) so the
-path is UDP on loopback, as a real client's would be UDP on its network; UPnP discovery is off so
-nothing leaves loopback. ~65 s.
+interface address to the server's 127.0.0.1: left alone it connects over ICE-TCP (which also held
+the minute, checked once by hand). The peer is given 127.0.0.1 as its one local address
+(`add-local-ip-address`, nothing else changed) so the path is UDP on loopback, as a real client's
+would be UDP on its network, and the test checks the selected pair in webrtcbin's statistics; UPnP
+discovery is off so nothing leaves loopback. ~65 s.
 
 Measured here (GStreamer 1.22.0, libnice 0.1.21, a debug build): after its two checks at connect
 (the second with USE-CANDIDATE), libnice sends only unsigned Binding indications, one every 25 s;
@@ -37,8 +38,8 @@ the call stays established through the minute. The listener hears 660 Hz at ~120
 ~47 dB) and decodes 15 blue frames a second; webrtcbin's mix is at ~-18 dBFS, loudest at 451 Hz
 (the spectrum's bin next to 440), with 30 frames a second of the listener's camera. On the DELETE
 the BYE (for the mix and the slot) and the DTLS transport's `closed` arrive ~8 ms after the
-request was sent; nothing else changes state. With consent from media disabled in the server, the
-call ends `timeout` 30 s after it connected.
+request was sent; nothing else changes state. The server of the commit before the fix (45f3092), or this one
+with consent from media disabled, ends the call `timeout` 30.4 s after it was established.
 """
 
 from __future__ import annotations
@@ -226,7 +227,12 @@ def test_gstreamer_webrtcbin_stays_a_minute_and_sees_the_leave(chorus_server, tm
         poll("the call established", lambda: (participant(chorus_server, call_id) or {}).get("state") == "established",
              STEP, detail=detail)
         established = time.monotonic()
-        print(f"\nGStreamer: {gst.of('started')[0]['gstreamer']}; offer candidates: {gst.of('offer')[0]['candidates']}")
+        # The path is UDP on loopback (webrtcbin's statistics name the selected pair).
+        pair = gst.wait_for("the selected pair", lambda e: e["event"] == "pair", 5.0)
+        print(f"\nGStreamer: {gst.of('started')[0]['gstreamer']}; offer candidates: {gst.of('offer')[0]['candidates']}; "
+              f"selected pair {pair['local']} -> {pair['remote']}")
+        assert (pair["local"] or {}).get("protocol") == "udp" and pair["local"]["address"] == "127.0.0.1" \
+            and (pair["remote"] or {}).get("address") == "127.0.0.1", pair
 
         # A minute, checked every second: established on every view, webrtcbin still connected.
         while time.monotonic() - established < HOLD:
