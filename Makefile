@@ -12,7 +12,14 @@ SHELL := /bin/bash
 # test_turn.py; installed here before but never listed.
 # firefox-esr: the second browser of Tests/Interop/test_leave_browsers.py (a headless Firefox driven
 # over WebDriver BiDi by Tests/Interop/firefox.py): a call the server ends closes its DTLS transport.
-APT_PACKAGES := libopus-dev libvpx-dev libsrtp2-dev libssl-dev libsqlite3-dev pkg-config chromium janus iproute2 curl coturn nftables socat firefox-esr
+# gstreamer1.0-plugins-{base,good,bad}, gstreamer1.0-nice, python3-gi and the gir1.2-gst* typelibs:
+# the GStreamer webrtcbin peer of Tests/Interop/test_gstreamer_whip.py (Tests/Interop/gst_whip_peer.py,
+# run by Debian's /usr/bin/python3): webrtcbin, DTLS and SRTP (bad), Opus, test sources and
+# converters (base), VP8, RTP, level and spectrum (good), libnice's ICE (nice), GstWebRTC and
+# GstSdp from Python (the typelibs).
+APT_PACKAGES := libopus-dev libvpx-dev libsrtp2-dev libssl-dev libsqlite3-dev pkg-config chromium janus iproute2 curl coturn nftables socat firefox-esr \
+	gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-nice \
+	python3-gi gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0 gir1.2-gst-plugins-bad-1.0
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 VENV := .venv
 PY := $(VENV)/bin/python
