@@ -8,10 +8,12 @@ SHELL := /bin/bash
 # generated configuration) between a walled-in Chromium and the server. Debian enables its
 # systemd unit on install; on a machine without systemd nothing starts.
 # nftables, socat: the namespaces' firewalls (Tests/Interop/netns.py) and the forwarder of a
-# namespaced Chromium's DevTools port (Tests/Interop/chromium.py), used by test_ice_tcp.py and
-# test_turn.py; installed here before but never listed.
+# namespaced Chromium's DevTools port (Tests/Interop/chromium.py) or Firefox's BiDi port
+# (Tests/Interop/firefox.py), used by test_ice_tcp.py and test_turn.py; installed here before but
+# never listed.
 # firefox-esr: the second browser of Tests/Interop/test_leave_browsers.py (a headless Firefox driven
-# over WebDriver BiDi by Tests/Interop/firefox.py): a call the server ends closes its DTLS transport.
+# over WebDriver BiDi by Tests/Interop/firefox.py): a call the server ends closes its DTLS transport;
+# and of test_ice_tcp.py (ICE-TCP through a firewall that drops all UDP).
 # gstreamer1.0-plugins-{base,good,bad}, gstreamer1.0-nice, python3-gi and the gir1.2-gst* typelibs:
 # the GStreamer webrtcbin peer of Tests/Interop/test_gstreamer_whip.py (Tests/Interop/gst_whip_peer.py,
 # run by Debian's /usr/bin/python3): webrtcbin, DTLS and SRTP (bad), Opus, test sources and

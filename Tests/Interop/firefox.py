@@ -23,6 +23,15 @@ Profile (a fresh folder, prefs in user.js):
 - no first-run pages, default-browser check, telemetry, updates, remote settings or safe
   browsing (the Remote Agent's recommended prefs cover most of this too; these keep it explicit);
 - no background-tab timer throttling, as for Chromium.
+
+In a network namespace (`Firefox(..., namespace=ns)`, see netns.py), the BiDi port listens on the
+namespace's own loopback; socat forwards it to the namespace's address on the same port number,
+as chromium.py does for DevTools. The handshake then still names 127.0.0.1:<port> as its Host:
+the agent's HTTP server answers 400 to any other host:port than the ones it listens on.
+
+WebAudio does not run in this headless Firefox on a machine without PulseAudio: the media graph
+falls back to a system clock, but an AudioContext stays `suspended` and `resume()` never settles
+(see test_ice_tcp.py for what a test can use instead).
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -143,7 +153,10 @@ class Page:
 class Firefox:
     """A headless Firefox ESR on a fresh profile, its WebDriver BiDi port read from the profile."""
 
-    def __init__(self, profile: Path, log_path: Path, prefs: dict[str, Any] | None = None):
+    def __init__(self, profile: Path, log_path: Path, prefs: dict[str, Any] | None = None, namespace=None):
+        """`namespace` (a netns.Namespace) runs the browser on that network instead; its BiDi
+        port, which listens on the namespace's own loopback, is then forwarded to the
+        namespace's address by socat (as chromium.py does) so the test can drive it from outside."""
         binary = shutil.which("firefox-esr") or shutil.which("firefox")
         if binary is None:
             pytest.fail("firefox-esr is not installed (`make deps` installs it)")
@@ -154,8 +167,9 @@ class Firefox:
         self.log = open(log_path, "w", encoding="utf-8")
         env = {**os.environ, "MOZ_CRASHREPORTER_DISABLE": "1", "MOZ_HEADLESS": "1"}
         # Its own process group: Firefox's content processes go with it at close().
+        prefix = namespace.prefix() if namespace is not None else []
         self.process = subprocess.Popen(
-            [binary, "--headless", "--no-remote", "--profile", str(profile), "--remote-debugging-port", "0",
+            [*prefix, binary, "--headless", "--no-remote", "--profile", str(profile), "--remote-debugging-port", "0",
              "about:blank"],
             stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True)
         self.pages: list[Page] = []
@@ -164,8 +178,15 @@ class Firefox:
         try:
             self.port = wait_for("Firefox's WebDriver BiDi port", lambda: self._port(profile),
                                  detail=lambda: log_path.read_text(errors="replace")[-3000:])
-            self.socket = websocket.create_connection(f"ws://127.0.0.1:{self.port}/session", timeout=WAIT,
-                                                      suppress_origin=True)
+            self.host = "127.0.0.1"
+            if namespace is not None:  # the same port number on the namespace's address
+                self.host = namespace.inner_ip
+                namespace.spawn(["socat", f"TCP-LISTEN:{self.port},bind={self.host},reuseaddr,fork",
+                                 f"TCP:127.0.0.1:{self.port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                wait_for("the BiDi forwarder", self._reachable)
+            # The Host header names the agent's own address, forwarded or not.
+            self.socket = websocket.create_connection(f"ws://{self.host}:{self.port}/session", timeout=WAIT,
+                                                      suppress_origin=True, host=f"127.0.0.1:{self.port}")
             capabilities = self.call("session.new", capabilities={})["capabilities"]
             self.version = capabilities.get("browserVersion", "?")
             self.call("session.subscribe", events=["log.entryAdded"])
@@ -182,6 +203,13 @@ class Firefox:
         except (OSError, ValueError, KeyError):
             match = LISTENING.search(self.log_path.read_text(errors="replace"))
             return int(match.group(1)) if match else None
+
+    def _reachable(self) -> bool:
+        try:
+            socket.create_connection((self.host, self.port), timeout=2).close()
+            return True
+        except OSError:
+            return False
 
     def call(self, method: str, **params: Any) -> dict:
         """Sends one command and returns its result; events read meanwhile keep console lines."""
