@@ -20,7 +20,7 @@ from netns import Namespace
 from peers import Peer
 from test_audio_mix import tone_db
 from test_hostile_system import join_peer
-from test_ice_tcp import PAGE_SETUP, open_page
+from test_ice_tcp import CHROMIUM_PAGE_SETUP, open_page
 from test_join_aiortc import participant, wait_until
 
 ROOM = "restarting"
@@ -83,10 +83,10 @@ def test_chromium_restarts_ice_after_an_outage_and_media_resumes_in_the_same_cal
     pump = lambda seconds: loop.run_until_complete(asyncio.sleep(seconds))
     pumped = lambda probe: lambda: (pump(0.05), probe())[1]
     try:
-        page = wait_for("the page", lambda: open_page(browser), timeout=10)
+        page = open_page(browser, network)
         talker_call, _ = join_peer(server, loop, talker, ROOM, "talker")
         wait_until(lambda: participant(server, ROOM, talker_call)["state"] == "established", 10)
-        offer = page.evaluate(PAGE_SETUP)
+        offer = page.evaluate(CHROMIUM_PAGE_SETUP)
         reply = server.request("POST", f"/v1/rooms/{ROOM}/participants", json={"sdp": offer, "userId": "browser"})
         assert reply.status_code == 201, reply.text
         call_id = reply.json()["callId"]

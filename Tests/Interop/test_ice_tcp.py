@@ -118,6 +118,9 @@ RECEIVE = {
 
 FIREFOX_PREFS = {"media.navigator.audio.fake_frequency": 660}
 
+# Chromium's whole page, as the other namespaced-Chromium tests (restart, TURN) use it.
+CHROMIUM_PAGE_SETUP = PAGE_SETUP.replace("SEND", SEND["chromium"]).replace("RECEIVE", RECEIVE["chromium"])
+
 SELECTED_PAIR = """
 (async () => {
   const stats = await window.t.pc.getStats();
@@ -172,6 +175,14 @@ def heard_last_second(page, kind: str) -> numpy.ndarray:
             parts.append(samples[0] if frame.format.is_planar else samples[0, ::len(frame.layout.channels)])
     pcm = numpy.concatenate(parts).astype(numpy.float64) if parts else numpy.zeros(0)
     return pcm[-48000:]
+
+
+def open_page(browser, namespace: Namespace):
+    """The page on the namespace's loopback (its folder's listing, not an error page), once its
+    http.server listens."""
+    wait_for("the page's server", lambda: serving(namespace), timeout=10)
+    return browser.open("http://127.0.0.1:8765/", ready="document.readyState === 'complete' && "
+                                                      "document.title.startsWith('Directory listing')")
 
 
 def serving(namespace: Namespace) -> bool:

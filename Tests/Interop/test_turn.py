@@ -271,7 +271,7 @@ class BrowserSession:
         namespace.spawn(["python3", "-m", "http.server", "8765", "--bind", "127.0.0.1", "--directory", str(tmp_path / "www")],
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.browser = Chromium(tmp_path / "chromium-profile", tmp_path / "chromium.log", namespace=namespace)
-        self.page = wait_for("the page", lambda: open_page(self.browser), timeout=10)
+        self.page = open_page(self.browser, namespace)
         talker_call, _ = join_peer(server, self.loop, self.talker, ROOM, "talker")
         wait_until(lambda: participant(server, ROOM, talker_call)["state"] == "established", 10)
 
