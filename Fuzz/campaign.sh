@@ -31,9 +31,10 @@ run_one() {
 summarise() {
   local t=$1 log="$out/$1.log"
   local units cov ft
-  units=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | awk '{print $2}' | tail -1)
-  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | awk '{print $2}')
-  ft=$(grep -o 'ft: [0-9]*' "$log" | tail -1 | awk '{print $2}')
+  # A log without the final stats (a run still going, or stopped) must not end the script.
+  units=$({ grep -o 'stat::number_of_executed_units: [0-9]*' "$log" || true; } | awk '{print $2}' | tail -1)
+  cov=$({ grep -o 'cov: [0-9]*' "$log" || true; } | tail -1 | awk '{print $2}')
+  ft=$({ grep -o 'ft: [0-9]*' "$log" || true; } | tail -1 | awk '{print $2}')
   local before after
   before=$(ls "Fuzz/Corpus/$t" | wc -l)
   # Minimise seeds + growth into a fresh folder, then make it the committed corpus.
@@ -47,8 +48,10 @@ summarise() {
     "$before" "$after" "$crashes" | tee -a "$out/summary.md"
 }
 
+# CAMPAIGN_SUMMARISE_ONLY=1: no fuzzing, only the merge and summary of runs already made.
 running=0
-for t in "${targets[@]}"; do
+[ "${CAMPAIGN_SUMMARISE_ONLY:-0}" = 1 ] && targets_to_run=() || targets_to_run=("${targets[@]}")
+for t in "${targets_to_run[@]}"; do
   run_one "$t" &
   running=$((running + 1))
   if [ "$running" -ge "$jobs" ]; then wait -n; running=$((running - 1)); fi
