@@ -42,6 +42,8 @@ summarise() {
   SWIFT_BACKTRACE=enable=no nice -n 19 "$scratch/release/$t" -merge=1 -timeout=10 \
     "$out/$t.merged" "Fuzz/Corpus/$t" "$out/$t.corpus" >"$out/$t.merge.log" 2>&1
   after=$(ls "$out/$t.merged" | wc -l)
+  # The named seeds stay as they are: tests read some of them as fixtures (a real ClientHello).
+  find "Fuzz/Corpus/$t" -type f ! -regex '.*/[0-9a-f]\{40\}' -exec cp {} "$out/$t.merged/" \;
   rm -rf "Fuzz/Corpus/$t"; cp -r "$out/$t.merged" "Fuzz/Corpus/$t"
   local crashes; crashes=$(ls "Fuzz/Crashes/$t" | wc -l)
   printf '| `%s` | %s | %s | %s | %s → %s | %s |\n' "$t" "$seconds" "${units:-?}" "${cov:-?}/${ft:-?}" \

@@ -73,8 +73,15 @@ final class MediaTCPListener: Sendable {
     /// loop. Called from a room's thread: it never blocks. Returns how many were queued; the
     /// rest are dropped because the connection is gone or its peer is not reading.
     func send(_ datagrams: [[UInt8]], to destination: TransportAddress) -> Int {
-        guard let channel = connections.channel(for: destination), channel.isActive else { return 0 }
-        guard channel.isWritable else { return 0 }
+        guard let connection = connections.connection(for: destination), connection.channel.isActive,
+              connection.channel.isWritable
+        else { return 0 }
+        // Bytes queued for the loop but not yet written count against the same bound as the
+        // channel's own buffer: the room's thread may run ahead of the event loop.
+        let bytes = datagrams.reduce(0) { $0 + $1.count + 2 }
+        guard connection.queuedBytes.load(ordering: .relaxed) + bytes <= limits.writeHighWaterMark else { return 0 }
+        connection.queuedBytes.add(bytes, ordering: .relaxed)
+        let channel = connection.channel
         channel.eventLoop.execute {
             for datagram in datagrams {
                 guard datagram.count <= Int(UInt16.max) else { continue }
@@ -84,6 +91,7 @@ final class MediaTCPListener: Sendable {
                 channel.write(buffer, promise: nil)
             }
             channel.flush()
+            connection.queuedBytes.subtract(bytes, ordering: .relaxed)
         }
         return datagrams.count
     }

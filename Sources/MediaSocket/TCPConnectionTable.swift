@@ -1,6 +1,19 @@
 import ChorusCore
 import NIOConcurrencyHelpers
 import NIOCore
+import Synchronization
+
+/// One admitted ICE-TCP connection and the bytes queued for it that its event loop has not
+/// written yet. NIO's writability only sees bytes already handed to the channel; a room that
+/// sends faster than the loop runs would otherwise queue tasks without bound.
+final class TCPConnection: Sendable {
+    let channel: any Channel
+    let queuedBytes = Atomic<Int>(0)
+
+    init(channel: any Channel) {
+        self.channel = channel
+    }
+}
 
 /// The open ICE-TCP connections of the media TCP port, by the peer's address (with transport
 /// `.tcp`), and the limits on them: at most `perHostLimit` connections from one IP address and
@@ -9,7 +22,7 @@ import NIOCore
 /// `Sendable` without `@unchecked`: its one stored state is a `NIOLockedValueBox`.
 final class TCPConnectionTable: Sendable {
     private struct State {
-        var channels: [TransportAddress: any Channel] = [:]
+        var channels: [TransportAddress: TCPConnection] = [:]
         var perHost: [TransportAddress: Int] = [:]
         var total = 0
     }
@@ -38,7 +51,7 @@ final class TCPConnectionTable: Sendable {
             else { return false }
             state.total += 1
             state.perHost[host, default: 0] += 1
-            state.channels[address] = channel
+            state.channels[address] = TCPConnection(channel: channel)
             return true
         }
     }
@@ -54,12 +67,12 @@ final class TCPConnectionTable: Sendable {
         }
     }
 
-    func channel(for address: TransportAddress) -> (any Channel)? {
+    func connection(for address: TransportAddress) -> TCPConnection? {
         state.withLockedValue { $0.channels[address] }
     }
 
     var count: Int { state.withLockedValue { $0.total } }
 
     /// Every open connection (to close them at shutdown).
-    var all: [any Channel] { state.withLockedValue { Array($0.channels.values) } }
+    var all: [any Channel] { state.withLockedValue { $0.channels.values.map(\.channel) } }
 }
