@@ -15,10 +15,20 @@ public struct TransportAddress: Hashable, Sendable, CustomStringConvertible {
     public let high: UInt64
     public let low: UInt64
     public let port: UInt16
+    /// Which of the server's own addresses the peer's datagrams arrive at: ICE's "base" of the
+    /// pair (RFC 8445 §5.1.1.1). A socket bound to a wildcard address answers from the address
+    /// the kernel's routing picks, which on a host with several addresses (two IPv6 prefixes, an
+    /// alias, 127.0.0.2) is not always the one the peer sent to, and a peer's ICE drops replies
+    /// from an address it did not check. So the media socket numbers each local address it
+    /// receives on (1…255), tags sources with it, and sends from that address again. 0: unknown,
+    /// or the socket is bound to one address; the kernel picks. Part of the identity, as in ICE:
+    /// one remote address reached through two local addresses is two paths.
+    public let base: UInt8
 
     /// nil unless `bytes` holds exactly 4 or 16 bytes.
-    public init?(bytes: [UInt8], port: UInt16, transport: Transport = .udp) {
+    public init?(bytes: [UInt8], port: UInt16, transport: Transport = .udp, base: UInt8 = 0) {
         self.transport = transport
+        self.base = base
         switch bytes.count {
         case 4:
             family = .ipv4
@@ -57,7 +67,7 @@ public struct TransportAddress: Hashable, Sendable, CustomStringConvertible {
     }
 
     public var description: String {
-        let suffix = transport == .tcp ? "/tcp" : ""
+        let suffix = (transport == .tcp ? "/tcp" : "") + (base == 0 ? "" : " via local #\(base)")
         switch family {
         case .ipv4: return bytes.map(String.init).joined(separator: ".") + ":\(port)" + suffix
         case .ipv6:

@@ -13,17 +13,23 @@ import Glibc
 /// descriptor stays valid until this object is gone (closed in `deinit`: nothing can be
 /// sending then), never reused under a late sender. A full send buffer drops the rest of the
 /// batch instead of queueing it (late media is useless); the caller counts the drops.
-/// Immutable (a descriptor and a flag) and sendmmsg(2) is thread-safe, so plainly `Sendable`.
+/// On a wildcard-bound socket, a destination with a `base` is sent from that local address
+/// (IP_PKTINFO / IPV6_PKTINFO ancillary data), the one its datagrams arrived at.
+/// Immutable (a descriptor, a flag, a `Sendable` table) and sendmmsg(2) is thread-safe, so
+/// plainly `Sendable`.
 final class DirectDatagramWriter: Sendable {
     private let descriptor: Int32
     /// The socket's family: an IPv6 socket reaches IPv4 peers through mapped addresses.
     private let isIPv6: Bool
+    /// The local addresses `base` numbers refer to; nil when the socket is bound to one address.
+    private let locals: LocalAddressTable?
 
-    init(duplicating socket: Int32, isIPv6: Bool) throws(WriterError) {
+    init(duplicating socket: Int32, isIPv6: Bool, locals: LocalAddressTable? = nil) throws(WriterError) {
         let copy = dup(socket)
         guard copy >= 0 else { throw .duplicate(errno) }
         descriptor = copy
         self.isIPv6 = isIPv6
+        self.locals = locals
     }
 
     deinit {
@@ -46,6 +52,8 @@ final class DirectDatagramWriter: Sendable {
         let descriptors = storage.bindMemory(to: chorus_udp_datagram.self, capacity: batch.count)
         let addresses = storage + batch.count * descriptorStride
         var payload = addresses + batch.count * addressStride
+        // One look at the table per batch, and only when some destination has a base.
+        let bases = locals.flatMap { table in batch.contains { $0.destination.base != 0 } ? table.snapshot() : nil } ?? []
         var count = 0
         for item in batch {
             let address = addresses + count * addressStride
@@ -53,13 +61,29 @@ final class DirectDatagramWriter: Sendable {
             item.datagram.withUnsafeBytes { bytes in
                 if let base = bytes.baseAddress { payload.copyMemory(from: base, byteCount: bytes.count) }
             }
-            descriptors[count] = chorus_udp_datagram(
-                bytes: UnsafePointer(payload.assumingMemoryBound(to: UInt8.self)), length: item.datagram.count,
-                address: UnsafeRawPointer(address), address_length: UInt32(length))
+            var datagram = chorus_udp_datagram()
+            datagram.bytes = UnsafePointer(payload.assumingMemoryBound(to: UInt8.self))
+            datagram.length = item.datagram.count
+            datagram.address = UnsafeRawPointer(address)
+            datagram.address_length = UInt32(length)
+            setSource(of: &datagram, base: item.destination.base, from: bases)
+            descriptors[count] = datagram
             payload += item.datagram.count
             count += 1
         }
         return chorus_udp_send_batch(descriptor, descriptors, count)
+    }
+
+    /// Fills in the local address numbered `base`, if there is one, for the socket's family.
+    private func setSource(of datagram: inout chorus_udp_datagram, base: UInt8, from bases: [LocalAddressTable.Entry]) {
+        guard base != 0, Int(base) <= bases.count else { return }
+        let entry = bases[Int(base) - 1]
+        datagram.source_family = isIPv6 ? 6 : 4
+        datagram.source_interface = entry.interface
+        withUnsafeMutableBytes(of: &datagram.source) {
+            $0.storeBytes(of: entry.bytes.0.bigEndian, toByteOffset: 0, as: UInt64.self)
+            $0.storeBytes(of: entry.bytes.1.bigEndian, toByteOffset: 8, as: UInt64.self)
+        }
     }
 
     /// Writes the destination's sockaddr; returns its length, nil when the socket cannot reach it.

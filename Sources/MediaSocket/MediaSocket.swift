@@ -77,20 +77,24 @@ public final class MediaSocket: DatagramSink, Service {
     public func bind() async throws -> Int {
         let address = try SocketAddress.makeAddressResolvingHost(host, port: port)
         let socket = try Self.boundSocket(address)
+        // Bound to a wildcard, the socket learns each datagram's local address (IP_PKTINFO /
+        // IPV6_PKTINFO) so that replies leave from it (see `TransportAddress.base`).
+        let locals = Self.isWildcard(address) ? LocalAddressTable() : nil
         let writer: DirectDatagramWriter
         do {
-            writer = try DirectDatagramWriter(duplicating: socket, isIPv6: address.protocol == .inet6)
+            writer = try DirectDatagramWriter(duplicating: socket, isIPv6: address.protocol == .inet6, locals: locals)
         } catch {
             close(socket)
             throw error
         }
-        let handler = InboundHandler(router: router)
+        let handler = InboundHandler(router: router, locals: locals)
         let channel = try await DatagramBootstrap(group: group)
             // With vector reads the allocator MUST hold 64 datagrams, or each is silently truncated.
             .channelOption(.datagramVectorReadMessageCount, value: 64)
             .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 64 * 2048))
             .channelOption(.socketOption(.so_rcvbuf), value: 4 << 20)
             .channelOption(.socketOption(.so_sndbuf), value: 4 << 20)
+            .channelOption(.receivePacketInfo, value: locals != nil)
             .channelInitializer { channel in channel.pipeline.addHandler(handler) }
             .withBoundSocket(socket)
             .get()
@@ -99,6 +103,17 @@ public final class MediaSocket: DatagramSink, Service {
         logger.info("media socket bound", metadata: ["udp": "\(host):\(actual)"])
         try await bindTCP(udpPort: actual)
         return actual
+    }
+
+    /// Whether `address` is 0.0.0.0 or ::, where the kernel picks each reply's source address.
+    static func isWildcard(_ address: SocketAddress) -> Bool {
+        switch address {
+        case .v4(let v4): return v4.address.sin_addr.s_addr == 0
+        case .v6(let v6):
+            var storage = v6.address.sin6_addr
+            return withUnsafeBytes(of: &storage) { $0.allSatisfy { $0 == 0 } }
+        default: return false
+        }
     }
 
     /// A non-blocking UDP socket bound to `address` (SO_REUSEADDR, as NIO's bootstrap sets it).
@@ -177,21 +192,25 @@ public final class MediaSocket: DatagramSink, Service {
         MediaMetrics.bytesOut.increment(by: bytes)
     }
 
-    /// Reads on the event loop: convert, route, hand over. Nothing else happens here. Its one
-    /// property is the (Sendable) router, so it is `Sendable` for the channel initializer.
+    /// Reads on the event loop: convert, route, hand over. Nothing else happens here. Its
+    /// properties (the router and the local address table) are `Sendable`, so it is too, for
+    /// the channel initializer.
     final class InboundHandler: ChannelInboundHandler, Sendable {
         typealias InboundIn = AddressedEnvelope<ByteBuffer>
         let router: DatagramRouter
+        let locals: LocalAddressTable?
 
-        init(router: DatagramRouter) {
+        init(router: DatagramRouter, locals: LocalAddressTable?) {
             self.router = router
+            self.locals = locals
         }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             let envelope = unwrapInboundIn(data)
             MediaMetrics.datagramsIn.increment()
             MediaMetrics.bytesIn.increment(by: envelope.data.readableBytes)
-            guard let source = TransportAddress(envelope.remoteAddress) else {
+            let base = locals?.base(for: envelope.metadata?.packetInfo) ?? 0
+            guard let source = TransportAddress(envelope.remoteAddress, base: base) else {
                 MediaMetrics.drop("bad_source")
                 return
             }
@@ -262,13 +281,13 @@ public enum MediaMetrics {
 import NIOConcurrencyHelpers
 
 extension TransportAddress {
-    init?(_ address: SocketAddress, transport: Transport = .udp) {
+    init?(_ address: SocketAddress, transport: Transport = .udp, base: UInt8 = 0) {
         switch address {
         case .v4(let v4):
             let raw = UInt32(bigEndian: v4.address.sin_addr.s_addr)
             let bytes = [UInt8(raw >> 24), UInt8(truncatingIfNeeded: raw >> 16), UInt8(truncatingIfNeeded: raw >> 8),
                          UInt8(truncatingIfNeeded: raw)]
-            self.init(bytes: bytes, port: UInt16(bigEndian: v4.address.sin_port), transport: transport)
+            self.init(bytes: bytes, port: UInt16(bigEndian: v4.address.sin_port), transport: transport, base: base)
         case .v6(let v6):
             var storage = v6.address.sin6_addr
             let bytes = withUnsafeBytes(of: &storage) { Array($0) }
@@ -276,7 +295,7 @@ extension TransportAddress {
             // it is an IPv4 peer, and STUN must tell it its IPv4 address.
             let mapped = bytes.prefix(10).allSatisfy { $0 == 0 } && bytes[10] == 0xFF && bytes[11] == 0xFF
             self.init(bytes: mapped ? Array(bytes[12...]) : bytes, port: UInt16(bigEndian: v6.address.sin6_port),
-                      transport: transport)
+                      transport: transport, base: base)
         default:
             return nil
         }

@@ -4,10 +4,10 @@ the default media socket is one dual-stack socket (`::`) that IPv4 clients reach
 addresses normalised from ::ffff:a.b.c.d, so STUN tells them their IPv4 address); and clients
 on ::1 join and hear each other.
 
-Known limit: a socket bound to a wildcard (`::`, `0.0.0.0`) answers from the address the
-kernel's route picks, not from the one the client sent to; on a host with several addresses a
-client that checks one of them from another of its own can be refused by its ICE stack. Bind
-`--media-host` to the announced address there (as the IPv6 test below does).
+A socket bound to a wildcard answers from the address the client sent to (IP_PKTINFO /
+IPV6_PKTINFO), not from the one the kernel's route would pick: on loopback a reply to a client
+that checked 127.0.0.2 would otherwise come from 127.0.0.1, and aioice (like every ICE stack)
+fails the check for "source address mismatch".
 """
 
 from __future__ import annotations
@@ -75,6 +75,28 @@ def test_clients_on_ipv6_loopback_join_and_hear_each_other(chorus_bin, tmp_path,
         assert len(heard) > 48000 and tone_db(heard, 440.0) > tone_db(heard, 1000.0) + 20, "no audio over IPv6"
         remote = listener.pc.getTransceivers()[0].receiver.transport.transport.getRemoteCandidates()
         assert remote and all(c.ip == "::1" for c in remote), remote
+    finally:
+        for peer in (talker, listener):
+            loop.run_until_complete(peer.close())
+        loop.close()
+        assert server.stop() == 0, server.log_tail()
+
+
+def test_a_wildcard_socket_answers_from_the_announced_address_not_the_routed_one(chorus_bin, tmp_path):
+    server = served(chorus_bin, tmp_path, "--media-host", "::", "--public-ip", "127.0.0.2")
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    talker, listener = Peer(frequency=440.0, video=False), Peer(frequency=300.0, amplitude=0, video=False)
+    try:
+        calls = [join_peer(server, loop, peer, "alias", name)[0] for name, peer in (("talker", talker), ("listener", listener))]
+        for call in calls:
+            wait_until(lambda c=call: participant(server, "alias", c)["state"] == "established", 10)
+        loop.run_until_complete(asyncio.sleep(2.5))
+        last = listener.audio[-1][0]
+        heard = listener.audio_between(last - 2.0, last + 0.1)
+        assert len(heard) > 48000 and tone_db(heard, 440.0) > tone_db(heard, 1000.0) + 20, "no audio through 127.0.0.2"
+        pair = listener.pc.getTransceivers()[0].receiver.transport.transport._connection._nominated
+        assert pair and all(p.remote_candidate.host == "127.0.0.2" for p in pair.values()), pair
     finally:
         for peer in (talker, listener):
             loop.run_until_complete(peer.close())

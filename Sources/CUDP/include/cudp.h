@@ -4,12 +4,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/// One datagram to send: its bytes and its destination (a sockaddr_in or sockaddr_in6).
+/// One datagram to send: its bytes, its destination (a sockaddr_in or sockaddr_in6) and,
+/// optionally, the local address to send it from (on a socket bound to a wildcard address).
 typedef struct chorus_udp_datagram {
     const uint8_t *bytes;
     size_t length;
     const void *address;
     uint32_t address_length;
+    /// 0: the kernel picks the source address. 4: `source[0..<4]` is an IPv4 address, sent
+    /// with IP_PKTINFO (an AF_INET socket). 6: `source` is an IPv6 address (IPv4-mapped for an
+    /// IPv4 peer of a dual-stack socket), sent with IPV6_PKTINFO (an AF_INET6 socket).
+    uint8_t source_family;
+    uint8_t source[16];
+    /// The interface for a link-local source; 0 otherwise.
+    uint32_t source_interface;
 } chorus_udp_datagram;
 
 /// Sends `count` datagrams on the non-blocking UDP socket `fd` with sendmmsg(2), 64 per system
