@@ -30,10 +30,10 @@ extension PeerTransport {
     /// 1 s; WebRTC stacks send about once a second. Randomized ×[0.5, 1.5] (§6.3.5).
     static let reportIntervalNanoseconds: UInt64 = 1_000_000_000
 
+    /// SRTCP from a validated address (`receive` sends the others to `probeIfAuthentic`).
     func receiveRTCP(_ datagram: [UInt8], from source: TransportAddress, now: MediaTime)
         -> Result<TransportEvent?, TransportDropReason>
     {
-        guard validated.contains(source) else { return drop(.notValidated) }
         guard let srtp else { return drop(.srtpNotReady) }
         var packet = datagram
         do {

@@ -190,10 +190,10 @@ public final class PeerTransport {
         }
     }
 
+    /// SRTP from a validated address (`receive` sends the others to `probeIfAuthentic`).
     private func receiveRTP(_ datagram: [UInt8], from source: TransportAddress, now: MediaTime)
         -> Result<TransportEvent?, TransportDropReason>
     {
-        guard validated.contains(source) else { return drop(.notValidated) }
         guard let srtp else { return drop(.srtpNotReady) }
         var packet = datagram
         do {
