@@ -93,6 +93,26 @@ extension PeerTransport {
         return true
     }
 
+    /// Notes the arrival of a packet that carries the peer's transport-wide sequence number.
+    func recordTransportWideSequence(_ rtp: RTPPacket, now: MediaTime) {
+        guard let id = configuration.transportWideSequenceExtensionID, transportFeedback != nil,
+              rtp.header.hasExtension, let value = rtp.headerExtensions.first(id: id), value.count >= 2
+        else { return }
+        lastMediaSSRC = rtp.header.ssrc
+        transportFeedback?.record(value.uint16(at: 0), at: now)
+    }
+
+    /// Sends the transport-cc feedback that is due, each message alone (reduced-size RTCP).
+    func sendTransportFeedbackIfDue(now: MediaTime, transmits: inout [Transmit]) {
+        guard isConnected, let due = transportFeedback?.nextFeedbackAt, now >= due,
+              let messages = transportFeedback?.feedback(senderSSRC: configuration.rtcpSSRC,
+                                                         mediaSSRC: lastMediaSSRC, now: now)
+        else { return }
+        for message in messages where sendRTCP(message, transmits: &transmits) {
+            counters.transportFeedbackSent &+= 1
+        }
+    }
+
     func sendReportIfDue(now: MediaTime, transmits: inout [Transmit]) {
         guard isConnected, let due = nextReportAt, now >= due else { return }
         _ = sendRTCP(makeReport(now: now), transmits: &transmits)

@@ -21,6 +21,9 @@ public struct PeerTransportConfiguration: Sendable {
     public var consentTimeoutNanoseconds: UInt64 = 30_000_000_000
     /// Wall clock (NTP) at a known monotonic instant, for sender reports.
     public var ntpReference: NTPClockReference
+    /// The ID of the transport-wide sequence number extension when transport-cc is negotiated:
+    /// arrivals of packets carrying it are reported back (`TransportFeedbackRecorder`).
+    public var transportWideSequenceExtensionID: UInt8?
 
     public init(localICE: ICECredentials, remoteICE: ICECredentials, dtlsRole: DTLSRole,
                 remoteFingerprints: [DTLSFingerprint], rtcpSSRC: SSRC, cname: String, clockRates: [UInt8: UInt64],
@@ -64,6 +67,10 @@ public final class PeerTransport {
     var sending = SendingState()
     var nextReportAt: MediaTime?
     var rtcpRandom: UInt64
+    /// Arrivals to report with transport-cc; nil unless negotiated.
+    var transportFeedback: TransportFeedbackRecorder?
+    /// The last media SSRC heard, named as the media source of transport-cc feedback.
+    var lastMediaSSRC = SSRC(0)
 
     public init(configuration: PeerTransportConfiguration, dtlsContext: DTLSContext, now: MediaTime)
         throws(DTLSError)
@@ -76,6 +83,7 @@ public final class PeerTransport {
         self.createdAt = now
         self.iceStartedAt = now
         self.rtcpRandom = UInt64(configuration.rtcpSSRC.rawValue) | 1
+        if configuration.transportWideSequenceExtensionID != nil { transportFeedback = TransportFeedbackRecorder() }
     }
 
     /// Handles one datagram routed to this participant; what it answers (a STUN response, a
@@ -209,6 +217,7 @@ public final class PeerTransport {
         let rate = configuration.clockRates[header.payloadType.rawValue] ?? 90_000
         streams[header.ssrc, default: ReceptionStatistics(ssrc: header.ssrc, clockRate: rate)]
             .record(sequenceNumber: header.sequenceNumber, timestamp: header.timestamp, at: now)
+        recordTransportWideSequence(rtp, now: now)
         return .success(.rtp(rtp))
     }
 
@@ -221,6 +230,7 @@ public final class PeerTransport {
         if consentLost(now: now) { return .consentExpired }
         if let event = switchPathIfDue(now: now) { return event }
         sendReportIfDue(now: now, transmits: &transmits)
+        sendTransportFeedbackIfDue(now: now, transmits: &transmits)
         return nil
     }
 
@@ -234,7 +244,8 @@ public final class PeerTransport {
     /// The earliest time `poll` has work to do.
     public var nextDeadline: MediaTime {
         let consent = ice.nextDeadline ?? iceStartedAt.adding(nanoseconds: configuration.consentTimeoutNanoseconds)
-        return [dtls.nextDeadline, nextReportAt, consent, pathSwitchDeadline].compactMap { $0 }.min() ?? consent
+        return [dtls.nextDeadline, nextReportAt, consent, pathSwitchDeadline, transportFeedback?.nextFeedbackAt]
+            .compactMap { $0 }.min() ?? consent
     }
 }
 

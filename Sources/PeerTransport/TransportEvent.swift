@@ -47,6 +47,9 @@ public struct TransportCounters: Sendable, Equatable, Codable {
     public var sendFailures: UInt64 = 0
     /// Times media moved to a new address of the peer without a nomination (NAT rebinding).
     public var pathChanges: UInt64 = 0
+    /// Transport-cc feedback messages sent (about 10 a second while the peer sends media with
+    /// transport-wide sequence numbers, when negotiated).
+    public var transportFeedbackSent: UInt64 = 0
 
     public init() {}
 }

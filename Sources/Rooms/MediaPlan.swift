@@ -63,9 +63,11 @@ public struct MediaPlan {
                                         trackID: "slot\(index)"))
         }
         slotStreams = slots
-        transport = PeerTransportConfiguration(
+        var transport = PeerTransportConfiguration(
             localICE: localICE, remoteICE: remoteICE, dtlsRole: role, remoteFingerprints: fingerprints,
             rtcpSSRC: audio.ssrc, cname: cname, clockRates: Self.clockRates(analysis), ntpReference: ntpReference)
+        transport.transportWideSequenceExtensionID = analysis.transportWideCCExtensionID.flatMap(UInt8.init(exactly:))
+        self.transport = transport
         var local = LocalParameters(
             sessionID: UInt64.random(in: 1...UInt64(Int64.max), using: &generator), iceUfrag: localICE.ufrag,
             icePwd: localICE.password,

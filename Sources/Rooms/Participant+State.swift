@@ -73,6 +73,7 @@ extension MediaCounters {
             "rtcpReceived": .int(Int(clamping: rtcpReceived)), "rtcpSent": .int(Int(clamping: rtcpSent)),
             "packetsDropped": .int(Int(clamping: packetsDropped)), "stunReceived": .int(Int(clamping: stunReceived)),
             "sendFailures": .int(Int(clamping: sendFailures)), "pathChanges": .int(Int(clamping: pathChanges)),
+            "transportFeedbackSent": .int(Int(clamping: transportFeedbackSent)),
         ]
     }
 }

@@ -5,16 +5,26 @@ import ChorusCore
 /// extension IDs with mirrored directions and announcing the streams the server sends.
 extension AnswerBuilder {
     /// RTCP feedback the server acts on for video: NACK (RFC 4585), PLI, FIR (RFC 5104) and
-    /// REMB. Not transport-cc: the server sends no transport-wide feedback, and a browser that
-    /// negotiated it would run its send-side estimator on feedback that never comes, instead of
-    /// following the REMB the server passes on from the subscribers.
+    /// REMB; and transport-cc when negotiated (`OfferAnalysis.transportWideCCExtensionID`):
+    /// the server then reports every arrival, and the browser's send-side estimator drives
+    /// its encoders, capped by the REMB the server passes on.
     public static let videoFeedback: [RTCPFeedback] = [
         .nack, .pictureLossIndication, .fullIntraRequest, .receiverEstimatedMaximumBitrate,
     ]
-    /// RTCP feedback for audio: none (the mix is sent at a fixed bitrate; loss comes from RRs).
+    /// RTCP feedback for audio: none but transport-cc (the mix is sent at a fixed bitrate; loss
+    /// comes from RRs).
     public static let audioFeedback: [RTCPFeedback] = []
-    /// Header extensions parsed from offers but not answered (see `videoFeedback`).
-    static let unansweredExtensions: Set<String> = [ExtensionMap.URI.transportWideCC]
+
+    /// The feedback answered for a section: `supported`, plus transport-cc when negotiated.
+    func feedback(_ supported: [RTCPFeedback]) -> [RTCPFeedback] {
+        analysis.transportWideCCExtensionID == nil ? supported : supported + [.transportCC]
+    }
+
+    /// Whether the answer maps `map`: every supported extension but the transport-wide
+    /// sequence number, which only a transport-cc negotiation keeps.
+    func answers(_ map: ExtensionMap) -> Bool {
+        map.uri != ExtensionMap.URI.transportWideCC || map.id == analysis.transportWideCCExtensionID
+    }
 
     func audioSection(_ audio: AudioSection, proto: String) -> MediaDescription {
         let pt = audio.opusPayloadType
@@ -25,7 +35,7 @@ extension AnswerBuilder {
                                        stream: sends ? local.audioStream : nil, rtcpReducedSize: audio.rtcpReducedSize)
         attributes.append(.rtpMap(RTPMap(payloadType: pt, encodingName: "opus", clockRate: 48_000,
                                          encodingParameters: "2")))
-        attributes += Self.acceptedFeedback(audio.feedback, supported: Self.audioFeedback, payloadType: pt)
+        attributes += Self.acceptedFeedback(audio.feedback, supported: feedback(Self.audioFeedback), payloadType: pt)
         attributes.append(.formatParameters(FormatParameters(payloadType: pt, parameters: Self.opusParameters)))
         if sends { attributes += ssrcAttributes(local.audioStream, rtx: nil) }
         return MediaDescription(media: "audio", port: local.candidatePort, proto: proto,
@@ -44,7 +54,7 @@ extension AnswerBuilder {
                                        stream: sending, rtcpReducedSize: video.rtcpReducedSize)
         attributes.append(.rtpMap(RTPMap(payloadType: codec.payloadType, encodingName: codec.name.rawValue,
                                          clockRate: codec.clockRate)))
-        attributes += Self.acceptedFeedback(codec.feedback, supported: Self.videoFeedback,
+        attributes += Self.acceptedFeedback(codec.feedback, supported: feedback(Self.videoFeedback),
                                             payloadType: codec.payloadType)
         if let parameters = Self.answerParameters(for: codec) {
             attributes.append(.formatParameters(FormatParameters(payloadType: codec.payloadType,
@@ -68,7 +78,7 @@ extension AnswerBuilder {
     private func commonAttributes(mid: String, extensions: HeaderExtensions, extmapAllowMixed: Bool,
                                   direction: Direction, stream: OutgoingStream?, rtcpReducedSize: Bool) -> [Attribute] {
         var attributes: [Attribute] = [.mid(mid)]
-        for map in extensions.maps where !Self.unansweredExtensions.contains(map.uri) {
+        for map in extensions.maps where answers(map) {
             // RFC 8285 §6: the answer keeps the ID and mirrors a declared direction.
             attributes.append(.extensionMap(ExtensionMap(id: map.id, direction: map.direction?.reversed, uri: map.uri)))
         }

@@ -106,3 +106,18 @@ extension OfferAnalysis {
                              rids: section.rids, simulcast: section.simulcast)
     }
 }
+
+extension OfferAnalysis {
+    /// The transport-wide sequence number extension's ID when transport-wide congestion control
+    /// is negotiated, else nil. It is when the offer asks for `transport-cc` feedback on some
+    /// codec Chorus answers and every accepted section that maps the extension maps it to the
+    /// same ID: the numbers are counted across the whole bundled transport, so the receiver
+    /// must find them under one ID whatever section a packet belongs to (browsers use one).
+    public var transportWideCCExtensionID: UInt16? {
+        let videos = (camera.map { [$0.video] } ?? []) + slots
+        let ids = Set(([audio.extensions] + videos.map(\.extensions)).compactMap(\.transportWideCC))
+        let feedback = audio.feedback + videos.flatMap(\.codec.feedback)
+        guard ids.count == 1, feedback.contains(where: RTCPFeedback.transportCC.isSameMessage) else { return nil }
+        return ids.first
+    }
+}

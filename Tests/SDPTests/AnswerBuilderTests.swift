@@ -39,7 +39,7 @@ import Testing
             #expect(section.hasRTCPMux)
             #expect(section.hasRTCPReducedSize == offer.media[index].hasRTCPReducedSize)
             #expect(section.hasExtmapAllowMixed == offer.media[index].hasExtmapAllowMixed)
-            try checkExtensionMaps(section, offered: offer.media[index])
+            try checkExtensionMaps(section, offered: offer.media[index], analysis: analysis)
             switch plan.role {
             case .audio: try checkAudio(section, analysis: analysis, local: local)
             case .camera, .slot, .cameraAndSlot: try checkVideo(section, plan: plan, analysis: analysis, local: local)
@@ -65,10 +65,12 @@ import Testing
     }
 
     /// The answer echoes exactly the supported extensions, same IDs, mirrored directions.
-    func checkExtensionMaps(_ section: MediaDescription, offered: MediaDescription) throws {
+    /// The transport-wide sequence number only when transport-cc is negotiated.
+    func checkExtensionMaps(_ section: MediaDescription, offered: MediaDescription, analysis: OfferAnalysis) throws {
         let supported = section.media == "audio" ? HeaderExtensions.audioURIs : HeaderExtensions.videoURIs
         let expected = offered.extensionMaps.filter {
-            supported.contains($0.uri) && $0.uri != ExtensionMap.URI.transportWideCC
+            supported.contains($0.uri)
+                && ($0.uri != ExtensionMap.URI.transportWideCC || $0.id == analysis.transportWideCCExtensionID)
         }
         #expect(section.extensionMaps.map(\.id) == expected.map(\.id))
         #expect(section.extensionMaps.map(\.uri) == expected.map(\.uri))
@@ -82,8 +84,9 @@ import Testing
                                           encodingParameters: "2")])
         #expect(section.formatParameters == [FormatParameters(payloadType: opus,
                                                                parameters: "minptime=10;useinbandfec=1;usedtx=1")])
-        // transport-cc is never answered: the server sends no transport-wide feedback.
-        #expect(section.rtcpFeedback.isEmpty)
+        // transport-cc, the only audio feedback, when negotiated: the server reports arrivals.
+        let transportCC = analysis.transportWideCCExtensionID != nil
+        #expect(section.rtcpFeedback.map(\.value) == (transportCC ? ["\(opus.rawValue) transport-cc"] : []))
         if analysis.audio.answerDirection.sends {
             #expect(section.ssrcAttributes == [SSRCAttribute(ssrc: local.audioStream.ssrc, attribute: "cname",
                                                              attributeValue: "chorus")])
@@ -134,7 +137,10 @@ import Testing
         let answer = try AnswerBuilder(analysis: analysis, local: localParameters(for: analysis)).build()
         let camera = answer.media[1]
         #expect(camera.direction == .sendrecv)
-        #expect(camera.rtcpFeedback.map(\.value) == ["96 goog-remb", "96 ccm fir", "96 nack", "96 nack pli"])
+        #expect(camera.rtcpFeedback.map(\.value) == ["96 goog-remb", "96 transport-cc", "96 ccm fir", "96 nack",
+                                                     "96 nack pli"])
+        #expect(analysis.transportWideCCExtensionID == 3)
+        #expect(answer.media.allSatisfy { $0.extensionMaps.contains { $0.value == "3 " + ExtensionMap.URI.transportWideCC } })
         #expect(camera.formatParameters.map(\.value) == ["97 apt=96"])
         #expect(answer.media[2].direction == .sendonly)
         #expect(answer.media[0].direction == .sendrecv)
@@ -150,7 +156,9 @@ import Testing
             "1 urn:ietf:params:rtp-hdrext:ssrc-audio-level",
             "2/sendonly urn:ietf:params:rtp-hdrext:csrc-audio-level",
             "3 urn:ietf:params:rtp-hdrext:sdes:mid",
-        ])  // offered transport-wide-cc (7) is not answered
+            "7 " + ExtensionMap.URI.transportWideCC,
+        ])
+        #expect(answer.media[0].rtcpFeedback.map(\.value) == ["109 transport-cc"])
         #expect(answer.media.dropFirst().allSatisfy { $0.port == 40000 && !$0.isBundleOnly })
         #expect(answer.media[1].direction == .sendrecv)
         #expect(answer.media[2].direction == .sendonly)
