@@ -111,12 +111,14 @@ struct FuzzPeerSession {
     var checked = 0
 
     init(dtlsRole: DTLSRole) {
-        let configuration = PeerTransportConfiguration(
+        var configuration = PeerTransportConfiguration(
             localICE: FuzzICE.server, remoteICE: FuzzICE.client, dtlsRole: dtlsRole,
             remoteFingerprints: [FuzzDTLS.clientFingerprint], rtcpSSRC: SSRC(1111), cname: "chorus-fuzz",
             clockRates: [111: 48_000, 96: 90_000],
             ntpReference: NTPClockReference(mediaTime: FuzzICE.start,
                                             ntp: NTPTimestamp(seconds: 3_900_000_000, fraction: 0)))
+        // Chrome's ID: SRTP inputs that carry the extension reach the transport-cc recorder.
+        configuration.transportWideSequenceExtensionID = 3
         do {
             transport = try PeerTransport(configuration: configuration, dtlsContext: FuzzDTLS.serverContext,
                                           now: FuzzICE.start)
