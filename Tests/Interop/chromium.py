@@ -36,16 +36,28 @@ CHROMIUM_FLAGS = [
 ]
 
 
-def wait_for(what: str, probe: Callable[[], Any], timeout: float = WAIT, detail: Callable[[], Any] = lambda: ""):
-    """Polls `probe` until it returns something truthy; fails naming `what` after `timeout`."""
+def wait_for(what: str, probe: Callable[[], Any], timeout: float = WAIT, detail: Callable[[], Any] = lambda: "",
+             interval: float = 0.2):
+    """Polls `probe` every `interval` s until it returns something truthy, and returns that; fails
+    naming `what` (and `detail()`) after `timeout`. Any test's wait, with or without a browser."""
     deadline = time.monotonic() + timeout
     while True:
         value = probe()
         if value:
             return value
         if time.monotonic() > deadline:
-            pytest.fail(f"{what}: not within {timeout:.0f} s. {detail()}")
-        time.sleep(0.2)
+            pytest.fail(f"{what}: not within {timeout:g} s. {detail()}")
+        time.sleep(interval)
+
+
+def terminate(process: subprocess.Popen, timeout: float = 10.0) -> None:
+    """SIGTERM to `process`, then SIGKILL if it has not exited within `timeout`; waits for it."""
+    process.terminate()
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 class Page:
@@ -139,10 +151,5 @@ class Chromium:
     def close(self) -> None:
         for page in self.pages:
             page.close()
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        terminate(self.process)
         self.log.close()

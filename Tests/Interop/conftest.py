@@ -7,6 +7,9 @@ the development application's key and secret and the port from the banner the se
 stdout, and at teardown stops it with SIGTERM, asserting a clean exit (status 0 within 10 s).
 A test may stop, kill (-9) and start the same server again on the same database file.
 
+`namespace` is a network namespace for a client on another network (netns.py), and
+`netns_server` a server whose media is on the namespace's host side.
+
 `insert_call` writes a row into the `call` table while the server is stopped: calls are
 normally created by a media join, which the control API cannot do.
 """
@@ -32,6 +35,8 @@ from typing import Any, Sequence
 
 import pytest
 import requests
+
+from netns import Namespace
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 OPENAPI_PATH = REPO_ROOT / "Sources" / "ControlAPI" / "Resources" / "openapi.yaml"
@@ -223,15 +228,50 @@ def chorus_bin() -> str:
     return path
 
 
-@pytest.fixture
-def chorus_server(chorus_bin: str, tmp_path: Path):
-    """A started server on a fresh database; stopped with SIGTERM (exit 0 within 10 s) after the test."""
-    server = ChorusServer(chorus_bin, tmp_path / "chorus.sqlite", tmp_path / "chorus.log")
+def started(server: ChorusServer):
+    """For a fixture: starts `server`, yields it, and stops it with SIGTERM after the test
+    (when it still runs), asserting exit 0 within 10 s."""
     server.start()
     yield server
     if server.running:
         code = server.stop()
         assert code == 0, f"chorus exited with {code} after SIGTERM; log:\n{server.log_tail()}"
+
+
+@pytest.fixture
+def chorus_server(chorus_bin: str, tmp_path: Path):
+    """A started server on a fresh database; stopped with SIGTERM (exit 0 within 10 s) after the test."""
+    yield from started(ChorusServer(chorus_bin, tmp_path / "chorus.sqlite", tmp_path / "chorus.log"))
+
+
+# -- a client on another network -----------------------------------------------------------------
+
+@pytest.fixture
+def namespace():
+    """A network namespace joined to this one by a veth pair (netns.py), removed after the test
+    with every process spawned in it. A test module may override it (e.g. to add a firewall)."""
+    created = Namespace.create()
+    try:
+        yield created
+    finally:
+        created.remove()
+
+
+@pytest.fixture
+def netns_server_args() -> list[str]:
+    """More `chorus serve` arguments for `netns_server` (none); a test module overrides this."""
+    return []
+
+
+@pytest.fixture
+def netns_server(chorus_bin: str, tmp_path: Path, namespace: Namespace, netns_server_args: list[str]):
+    """A started server for a client in `namespace`: media on the veth's host side and announced
+    there (the ICE-TCP port defaults to the UDP port's number). Bound to that address, not
+    0.0.0.0: an aiortc peer on the host side checks from 127.0.0.1, and a wildcard socket would
+    answer from 127.0.0.1 too, which aioice rightly refuses. Stopped as `chorus_server` is."""
+    yield from started(ChorusServer(chorus_bin, tmp_path / "chorus.sqlite", tmp_path / "chorus.log",
+                                    extra_args=["--media-host", namespace.host_ip, "--public-ip", namespace.host_ip,
+                                                *netns_server_args]))
 
 
 # -- calls ---------------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 A `Peer` records what it decodes: audio as samples, video as the mean colour of each frame per
 receiving m-line (mid), so a test can tell whose solid-colour camera arrives in which video slot.
+A `ThreadedPeer` is one on a loop of its own thread, for tests that block on something else.
 """
 
 from __future__ import annotations
@@ -192,6 +193,43 @@ class Peer:
         """How many RTCP report blocks about our streams the server sent (remote-inbound stats)."""
         stats = await self.pc.getStats()
         return sum(1 for s in stats.values() if s.type == "remote-inbound-rtp")
+
+
+class ThreadedPeer:
+    """A `Peer` on an asyncio loop of its own thread, so that it keeps receiving while the test
+    waits on something else (a browser, a child process) with plain blocking calls. `peer_args`
+    go to `Peer`, which is made on that loop (aiortc's senders keep the loop they were made on);
+    `timeout` bounds each coroutine `run` on it."""
+
+    def __init__(self, timeout: float = 20.0, **peer_args: Any):
+        self.timeout = timeout
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+        async def make() -> Peer:
+            return Peer(**peer_args)
+        self.peer = self.run(make())
+
+    def run(self, coroutine, timeout: float | None = None):
+        """Runs `coroutine` on the peer's loop; its result (fails after `timeout`, default the peer's)."""
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout or self.timeout)
+
+    def join(self, server, room: str, user: str = "listener") -> str:
+        """Joins `room` as `user` with the application's credentials; returns the callId."""
+        offer = self.run(self.peer.offer())
+        reply = server.request("POST", f"/v1/rooms/{room}/participants", json={"sdp": offer, "userId": user})
+        assert reply.status_code == 201, reply.text
+        self.run(self.peer.answer(reply.json()["sdp"]))
+        return reply.json()["callId"]
+
+    def close(self) -> None:
+        """Closes the peer connection, then stops the loop and its thread."""
+        try:
+            self.run(self.peer.close(), timeout=10)
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(timeout=5)
 
 
 class EventStream:

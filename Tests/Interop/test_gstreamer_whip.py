@@ -44,18 +44,19 @@ with consent from media disabled, ends the call `timeout` 30.4 s after it was es
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
 import threading
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy
 import pytest
 
-from peers import EventStream, Peer, nearest_colour
+from chromium import wait_for
+from peers import EventStream, ThreadedPeer, nearest_colour
 from test_audio_mix import tone_db
 
 ROOM = "gst-whip"
@@ -66,37 +67,7 @@ STEP = 15.0  # bound of each wait for setup
 CLOSE_BOUND = 3.0  # s from the DELETE to webrtcbin showing the end
 LISTENER_TONE, GST_TONE = 440.0, 660.0
 COLOURS = {"blue": (0, 0, 255), "green": (0, 255, 0)}
-
-
-class Listener:
-    """An aiortc participant on an asyncio loop of its own thread, so it keeps receiving while the
-    test waits: a 440 Hz tone, a green camera and one video slot."""
-
-    def __init__(self):
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-
-        async def make() -> Peer:  # aiortc's senders keep the loop they were made on
-            return Peer(frequency=LISTENER_TONE, rgb=COLOURS["green"], slots=1)
-        self.peer = self.run(make())
-
-    def run(self, coroutine, timeout: float = STEP):
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
-
-    def join(self, server) -> str:
-        offer = self.run(self.peer.offer())
-        reply = server.request("POST", f"/v1/rooms/{ROOM}/participants", json={"sdp": offer, "userId": "listener"})
-        assert reply.status_code == 201, reply.text
-        self.run(self.peer.answer(reply.json()["sdp"]))
-        return reply.json()["callId"]
-
-    def close(self) -> None:
-        try:
-            self.run(self.peer.close(), timeout=10)
-        finally:
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self.thread.join(timeout=5)
+poll = partial(wait_for, interval=0.1)  # every wait here on the server: 100 ms between probes
 
 
 class GstPeer:
@@ -194,27 +165,18 @@ def call_record(server, call_id: str) -> dict:
     return server.request("GET", f"/v1/calls/{call_id}").json()
 
 
-def poll(what: str, probe, timeout: float, interval: float = 0.1, detail=lambda: ""):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"{what}: not within {timeout:.1f} s. {detail()}")
-        time.sleep(interval)
-
-
 def test_gstreamer_webrtcbin_stays_a_minute_and_sees_the_leave(chorus_server, tmp_path):
     missing = system_python_has_webrtcbin()
     if missing:
         pytest.fail(f"{missing} (`make deps` installs them)")
     assert chorus_server.request("POST", "/v1/rooms", json={"roomId": ROOM}).status_code == 201
     events = EventStream(chorus_server.url(f"/v1/rooms/{ROOM}/events"), auth=chorus_server.auth)
-    listener = Listener()
+    # An aiortc listener on a thread of its own, so that it keeps receiving while the test waits: a
+    # 440 Hz tone, a green camera and one video slot.
+    listener = ThreadedPeer(timeout=STEP, frequency=LISTENER_TONE, rgb=COLOURS["green"], slots=1)
     gst = None
     try:
-        listener_call = listener.join(chorus_server)
+        listener_call = listener.join(chorus_server, ROOM)
         gst = GstPeer(chorus_server, tmp_path / "gst-peer.log")
         whip = gst.wait_for("the WHIP reply", lambda e: e["event"] in ("whip", "error"))
         assert whip["event"] == "whip" and whip["status"] == 201, (whip, gst.log_tail())

@@ -547,6 +547,15 @@ def join_peer(server: ChorusServer, loop, peer: Peer, room: str, user: str) -> t
     return reply.json()["callId"], reply.json()["sdp"]
 
 
+def join_established(server: ChorusServer, loop, room: str, peers: dict[str, Peer]) -> dict[str, tuple[str, str]]:
+    """Joins each of `peers` to `room` as the user it is keyed by (join_peer), then waits until
+    every one is established (10 s each); (callId, the server's answer) by name."""
+    calls = {name: join_peer(server, loop, peer, room, name) for name, peer in peers.items()}
+    for call_id, _ in calls.values():
+        wait_until(lambda c=call_id: participant(server, room, c)["state"] == "established", 10)
+    return calls
+
+
 def audio_frames_between(peer: Peer, start: float, end: float) -> int:
     return sum(1 for at, _ in peer.audio if start <= at < end)
 
@@ -556,10 +565,7 @@ def test_datagram_flood_is_dropped_and_counted_while_the_mix_goes_on(chorus_serv
     asyncio.set_event_loop(loop)
     talker, listener = Peer(frequency=440.0, video=False), Peer(frequency=300.0, amplitude=0, video=False)
     try:
-        calls = {name: join_peer(chorus_server, loop, peer, "flood", name)
-                 for name, peer in (("talker", talker), ("listener", listener))}
-        for call_id, _ in calls.values():
-            wait_until(lambda c=call_id: participant(chorus_server, "flood", c)["state"] == "established", 10)
+        calls = join_established(chorus_server, loop, "flood", {"talker": talker, "listener": listener})
         wait_until(lambda: audio_frames_between(listener, time.monotonic() - 0.5, time.monotonic()) > 10, 10)
         answer = calls["listener"][1]
         port = int(re.search(r"a=candidate:\S+ 1 udp \d+ 127\.0\.0\.1 (\d+) typ host", answer).group(1))

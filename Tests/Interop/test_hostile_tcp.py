@@ -16,8 +16,8 @@ from conftest import ChorusServer
 from peers import Peer
 from test_audio_mix import tone_db
 from test_hostile_datagrams import metric
-from test_hostile_system import join_peer, rss_kib
-from test_join_aiortc import participant, wait_until
+from test_hostile_system import join_established, rss_kib
+from test_join_aiortc import participant
 
 FIRST_CHECK_TIMEOUT = 10.0  # MediaTCPListener.Limits.firstCheckTimeout
 PER_HOST_LIMIT = 16
@@ -47,10 +47,7 @@ def test_hostile_tcp_clients_are_closed_and_counted_while_a_call_goes_on(chorus_
     asyncio.set_event_loop(loop)
     talker, listener = Peer(frequency=440.0, video=False), Peer(frequency=300.0, amplitude=0, video=False)
     try:
-        calls = {name: join_peer(chorus_server, loop, peer, "tcp-attack", name)
-                 for name, peer in (("talker", talker), ("listener", listener))}
-        for call_id, _ in calls.values():
-            wait_until(lambda c=call_id: participant(chorus_server, "tcp-attack", c)["state"] == "established", 10)
+        calls = join_established(chorus_server, loop, "tcp-attack", {"talker": talker, "listener": listener})
         answer = calls["listener"][1]
         port = int(next(line.split()[5] for line in answer.splitlines()
                         if line.startswith("a=candidate:") and " tcp " in line))

@@ -24,88 +24,29 @@ How each browser makes its tone and hands over what it decoded:
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import io
-import subprocess
-import time
-from pathlib import Path
 
 import av
 import numpy
 import pytest
 
-from chromium import Chromium, wait_for
-from firefox import Firefox
-from conftest import ChorusServer
+from browser_netns import CHROMIUM_RECEIVE, LAST_SECOND, MEDIA_PERMISSION, OSCILLATOR, BrowserCall, page_setup
+from chromium import wait_for
 from netns import Namespace
-from peers import Peer
-from test_audio_mix import tone_db
-from test_hostile_system import join_peer
-from test_join_aiortc import participant, wait_until
 
 ROOM = "tcp-only"
 
-# The page: a 660 Hz tone as microphone (SEND), an offer once gathering is complete, and the
-# decoded audio of what the server sends kept for the test to read (RECEIVE); both per browser.
-PAGE_SETUP = """
-(async () => {
-  window.t = {states: [], heard: []};
-SEND
-  const pc = new RTCPeerConnection({bundlePolicy: 'max-bundle'});
-  window.t.pc = pc;
-  pc.addTrack(track, stream);
-  pc.onconnectionstatechange = () => window.t.states.push([Date.now(), pc.connectionState]);
-  pc.ontrack = (event) => {
-RECEIVE
-  };
-  await pc.setLocalDescription(await pc.createOffer());
-  await new Promise((resolve) => {
-    if (pc.iceGatheringState === 'complete') return resolve();
-    pc.onicegatheringstatechange = () => pc.iceGatheringState === 'complete' && resolve();
-    setTimeout(resolve, 5000);
-  });
-  return pc.localDescription.sdp;
-})()
-"""
-
+# What each browser sends (`stream`, `track`) and how it keeps what it decodes; see the docstring.
 SEND = {
-    "chromium": """
-  // Media permission first: without it Chromium gathers only the default route's UDP candidate
-  // and no TCP candidate at all. The fake microphone is then set aside for a steady tone.
-  (await navigator.mediaDevices.getUserMedia({audio: true})).getTracks().forEach((track) => track.stop());
-  const ctx = new AudioContext({sampleRate: 48000});
-  const osc = ctx.createOscillator();
-  osc.frequency.value = 660;
-  const gain = ctx.createGain(); gain.gain.value = 0.3;
-  const dest = ctx.createMediaStreamDestination();
-  osc.connect(gain).connect(dest); osc.start();
-  const stream = dest.stream, track = stream.getAudioTracks()[0];
-  window.t.ctx = ctx;""",
+    "chromium": MEDIA_PERMISSION + OSCILLATOR,
     # The fake microphone, at 660 Hz by the profile's prefs (see FIREFOX_PREFS).
     "firefox": """
   const stream = await navigator.mediaDevices.getUserMedia({audio: true}), track = stream.getAudioTracks()[0];""",
 }
 
 RECEIVE = {
-    "chromium": """
-    // Chromium decodes remote audio only while something plays it out.
-    const element = new Audio();
-    element.srcObject = new MediaStream([event.track]);
-    element.play();
-    window.t.element = element;
-    const reader = new MediaStreamTrackProcessor({track: event.track}).readable.getReader();
-    (async () => {
-      for (;;) {
-        const {value, done} = await reader.read();
-        if (done) return;
-        const samples = new Float32Array(value.numberOfFrames);
-        value.copyTo(samples, {planeIndex: 0, format: 'f32-planar'});
-        window.t.heard.push([performance.now(), Array.from(samples)]);
-        if (window.t.heard.length > 400) window.t.heard.shift();
-        value.close();
-      }
-    })();""",
+    "chromium": CHROMIUM_RECEIVE,
     # Everything the browser decodes from the first packet on, recorded at a high bit rate (the
     # test reads the end of it).
     "firefox": """
@@ -118,9 +59,6 @@ RECEIVE = {
 
 FIREFOX_PREFS = {"media.navigator.audio.fake_frequency": 660}
 
-# Chromium's whole page, as the other namespaced-Chromium tests (restart, TURN) use it.
-CHROMIUM_PAGE_SETUP = PAGE_SETUP.replace("SEND", SEND["chromium"]).replace("RECEIVE", RECEIVE["chromium"])
-
 SELECTED_PAIR = """
 (async () => {
   const stats = await window.t.pc.getStats();
@@ -131,14 +69,6 @@ SELECTED_PAIR = """
   return {local: local.protocol, tcpType: local.tcpType, remote: remote.protocol, remotePort: remote.port,
           localAddress: local.address, remoteAddress: remote.address, state: pair.state, nominated: pair.nominated,
           bytesReceived: pair.bytesReceived, bytesSent: pair.bytesSent};
-})()
-"""
-
-# The last second of decoded audio, concatenated.
-LAST_SECOND = """
-(() => {
-  const now = performance.now();
-  return window.t.heard.filter(([at]) => at > now - 1000).flatMap(([, s]) => s);
 })()
 """
 
@@ -159,6 +89,10 @@ RECORDING = """
 })()
 """
 
+# The browser's inbound RTP counters and how much it kept, for a failure message.
+INBOUND = ("(async () => { const r = []; (await window.t.pc.getStats()).forEach((s) => { if (s.type === 'inbound-rtp') "
+           "r.push([s.packetsReceived, s.totalSamplesReceived, s.audioLevel]); }); return [r, window.t.heard.length]; })()")
+
 
 def heard_last_second(page, kind: str) -> numpy.ndarray:
     """The last second the browser decoded, 48 kHz mono."""
@@ -177,100 +111,31 @@ def heard_last_second(page, kind: str) -> numpy.ndarray:
     return pcm[-48000:]
 
 
-def open_page(browser, namespace: Namespace):
-    """The page on the namespace's loopback (its folder's listing, not an error page), once its
-    http.server listens."""
-    wait_for("the page's server", lambda: serving(namespace), timeout=10)
-    return browser.open("http://127.0.0.1:8765/", ready="document.readyState === 'complete' && "
-                                                      "document.title.startsWith('Directory listing')")
-
-
-def serving(namespace: Namespace) -> bool:
-    """Whether the page's http.server listens yet on the namespace's loopback."""
-    probe = "import socket; socket.create_connection(('127.0.0.1', 8765), 1)"
-    return subprocess.run([*namespace.prefix(), "python3", "-c", probe], capture_output=True, timeout=10).returncode == 0
-
-
 @pytest.fixture
-def udpless():
-    namespace = Namespace.create()
-    try:
-        namespace.drop_udp()
-        yield namespace
-    finally:
-        namespace.remove()
-
-
-@pytest.fixture
-def server(chorus_bin: str, tmp_path: Path, udpless: Namespace):
-    # Media on the veth's host side, announced there; the TCP port defaults to the UDP port's
-    # number. Bound to that address, not 0.0.0.0: the aiortc talker checks from 127.0.0.1, and a
-    # wildcard socket would answer from 127.0.0.1 too, which aioice rightly refuses.
-    chorus = ChorusServer(chorus_bin, tmp_path / "chorus.sqlite", tmp_path / "chorus.log",
-                          extra_args=["--media-host", udpless.host_ip, "--public-ip", udpless.host_ip])
-    chorus.start()
-    yield chorus
-    if chorus.running:
-        assert chorus.stop() == 0, chorus.log_tail()
+def namespace(namespace: Namespace) -> Namespace:
+    """conftest's namespace behind a firewall that drops every UDP datagram (netns.drop_udp)."""
+    namespace.drop_udp()
+    return namespace
 
 
 @pytest.mark.parametrize("kind", ["chromium", "firefox"])
-def test_browser_without_udp_joins_over_tcp_hears_and_is_heard(server, udpless, tmp_path, kind):
-    loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
-    talker = Peer(frequency=440.0, video=False)
-    # A page on the namespace's own loopback: a secure context, so getUserMedia is there.
-    (tmp_path / "www").mkdir()
-    udpless.spawn(["python3", "-m", "http.server", "8765", "--bind", "127.0.0.1", "--directory", str(tmp_path / "www")],
-                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    if kind == "chromium":
-        browser = Chromium(tmp_path / "chromium-profile", tmp_path / "chromium.log", namespace=udpless)
-    else:
-        browser = Firefox(tmp_path / "firefox-profile", tmp_path / "firefox.log", prefs=FIREFOX_PREFS, namespace=udpless)
+def test_browser_without_udp_joins_over_tcp_hears_and_is_heard(netns_server, namespace, tmp_path, kind):
+    session = BrowserCall(netns_server, namespace, tmp_path, ROOM, kind, FIREFOX_PREFS)
     try:
-        wait_for("the page's server", lambda: serving(udpless), timeout=10)
-        # The listing of the page's (empty) folder, not an error page.
-        page = browser.open("http://127.0.0.1:8765/", ready="document.readyState === 'complete' && "
-                                                          "document.title.startsWith('Directory listing')")
-        talker_call, _ = join_peer(server, loop, talker, ROOM, "talker")
-        wait_until(lambda: participant(server, ROOM, talker_call)["state"] == "established", 10)
-        # The aiortc talker keeps running while the test waits on the browser.
-        pumped = lambda probe: lambda: (loop.run_until_complete(asyncio.sleep(0.05)), probe())[1]
-
-        offer = page.evaluate(PAGE_SETUP.replace("SEND", SEND[kind]).replace("RECEIVE", RECEIVE[kind]))
+        page = session.page
+        offer = page.evaluate(page_setup(SEND[kind], RECEIVE[kind]))
         assert "tcptype active" in offer, f"{kind} offered no TCP candidate: " + str([l for l in offer.splitlines() if "candidate" in l])
-        reply = server.request("POST", f"/v1/rooms/{ROOM}/participants", json={"sdp": offer, "userId": "browser"})
-        assert reply.status_code == 201, reply.text
-        answer, call_id = reply.json()["sdp"], reply.json()["callId"]
+        call_id, answer = session.join(offer)
         assert "tcptype passive" in answer, answer
-        page.evaluate(f"window.t.pc.setRemoteDescription({{type: 'answer', sdp: {answer!r}}})")
-
-        state = lambda: (page.evaluate("window.t.states"), participant(server, ROOM, call_id)["state"])
-        wait_for("the browser connected", pumped(lambda: participant(server, ROOM, call_id)["state"] == "established"),
-                 timeout=30, detail=lambda: (state(), server.log_tail(2000)))
-        pair = wait_for("a selected pair", pumped(lambda: page.evaluate(SELECTED_PAIR)), timeout=10)
+        session.connect(call_id, answer)
+        pair = wait_for("a selected pair", session.pumped(lambda: page.evaluate(SELECTED_PAIR)), timeout=10)
         assert pair["local"] == "tcp" and pair["remote"] == "tcp" and pair["tcpType"] == "active", pair
-        assert udpless.dropped_udp_packets() > 0, "the firewall saw no UDP: the test would prove nothing"
+        assert namespace.dropped_udp_packets() > 0, "the firewall saw no UDP: the test would prove nothing"
 
         # Three seconds of media both ways, then what each side heard.
-        deadline = time.monotonic() + 3.0
-        while time.monotonic() < deadline:
-            loop.run_until_complete(asyncio.sleep(0.1))
-        end = time.monotonic()
-        heard_by_talker = talker.audio_between(end - 2.0, end)
-        assert len(heard_by_talker) >= 48000, f"the aiortc talker got {len(heard_by_talker)} samples"
-        talker_levels = {hz: round(float(tone_db(heard_by_talker, hz)), 1) for hz in (660.0, 1000.0)}
-        assert talker_levels[660.0] > talker_levels[1000.0] + 20, f"the talker did not hear the browser: dB {talker_levels}"
-        inbound = page.evaluate("(async () => { const r = []; (await window.t.pc.getStats()).forEach((s) => { if (s.type === 'inbound-rtp') r.push([s.packetsReceived, s.totalSamplesReceived, s.audioLevel]); }); return [r, window.t.heard.length]; })()")
-        heard_by_browser = heard_last_second(page, kind)
-        assert len(heard_by_browser) >= 24000, f"the browser decoded {len(heard_by_browser)} samples in the last second; {inbound}"
-        browser_levels = {hz: round(float(tone_db(heard_by_browser, hz)), 1) for hz in (440.0, 1000.0)}
-        assert browser_levels[440.0] > browser_levels[1000.0] + 20, f"the browser did not hear the room: dB {browser_levels}"
-        media = participant(server, ROOM, call_id)["media"]
-        assert media["packetsReceived"] > 100 and media["packetsSent"] > 100, media
-        print(f"\nICE-TCP {kind}: pair {pair}, server counters {media}, UDP dropped {udpless.dropped_udp_packets()}, "
+        media, talker_levels, browser_levels = session.exchange_audio(
+            call_id, heard_by_browser=lambda: heard_last_second(page, kind), detail=lambda: page.evaluate(INBOUND))
+        print(f"\nICE-TCP {kind}: pair {pair}, server counters {media}, UDP dropped {namespace.dropped_udp_packets()}, "
               f"dB heard by the talker {talker_levels}, by the browser {browser_levels}")
     finally:
-        browser.close()
-        loop.run_until_complete(talker.close())
-        loop.close()
+        session.close()

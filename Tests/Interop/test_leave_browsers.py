@@ -26,18 +26,18 @@ DTLS transport tells (what the web client now follows, see test_browser.py).
 
 from __future__ import annotations
 
-import asyncio
 import http.server
 import signal
 import threading
 import time
+from functools import partial
 
 import numpy
 import pytest
 
-from chromium import Chromium
+from chromium import Chromium, wait_for
 from firefox import Firefox
-from peers import Peer
+from peers import ThreadedPeer
 from test_audio_mix import tone_db
 from test_join_aiortc import register
 
@@ -46,6 +46,7 @@ CLOSE_BOUND = 2.0  # s from the DELETE's reply to the browser's DTLS transport t
 HANGUP_BOUND = 1.0  # s from pc.close() to the call's end on the server
 STEP = 20.0  # bound of each wait for the browser or the server
 TONES = {"chromium": 400.0, "firefox": 1000.0}  # each browser's fake microphone, Hz
+poll = partial(wait_for, timeout=STEP, interval=0.05)  # every wait here: 50 ms between probes
 
 PAGE = """<!doctype html>
 <meta charset="utf-8"><title>leave</title>
@@ -130,34 +131,6 @@ class PageServer(http.server.ThreadingHTTPServer):
         return f"http://127.0.0.1:{self.server_address[1]}/leave.html"
 
 
-class Listener:
-    """An aiortc participant that only listens, its asyncio loop on a thread of its own so that it
-    keeps receiving while the test waits on the browser."""
-
-    def __init__(self):
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-        self.peer = Peer(frequency=300.0, amplitude=0, video=False)  # sends silence
-
-    def run(self, coroutine, timeout: float = STEP):
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
-
-    def join(self, server, room: str) -> str:
-        offer = self.run(self.peer.offer())
-        reply = server.request("POST", f"/v1/rooms/{room}/participants", json={"sdp": offer, "userId": "listener"})
-        assert reply.status_code == 201, reply.text
-        self.run(self.peer.answer(reply.json()["sdp"]))
-        return reply.json()["callId"]
-
-    def close(self) -> None:
-        try:
-            self.run(self.peer.close(), timeout=10)
-        finally:
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self.thread.join(timeout=5)
-
-
 @pytest.fixture(scope="module")
 def page_server():
     server = PageServer()
@@ -174,18 +147,6 @@ def browser(request, tmp_path_factory):
     instance.name = request.param
     yield instance
     instance.close()
-
-
-def poll(what: str, probe, timeout: float = STEP, interval: float = 0.05, detail=lambda: ""):
-    """`probe()` once truthy; fails naming `what` after `timeout`."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"{what}: not within {timeout:.1f} s. {detail()}")
-        time.sleep(interval)
 
 
 def join_browser(server, page, user: str) -> str:
@@ -249,7 +210,7 @@ def test_the_browser_hears_the_server_end_its_call_within_2s(chorus_server, brow
     """The listener hears the browser's microphone; then the server ends the browser's call and
     the browser's DTLS transport turns closed (or its connection failed) within 2 s."""
     token = register(chorus_server, f"{browser.name}-user")
-    listener = Listener()
+    listener = ThreadedPeer(timeout=STEP, frequency=300.0, amplitude=0, video=False)  # sends silence
     page = None
     try:
         listener.join(chorus_server, ROOM)

@@ -44,70 +44,19 @@ from pathlib import Path
 
 import aioice.stun
 import aioice.turn
-import numpy
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from chromium import Chromium, wait_for
-from conftest import ChorusServer
+from browser_netns import CHROMIUM_RECEIVE, OSCILLATOR, BrowserCall, page_setup
+from chromium import terminate, wait_for
 from netns import Namespace, run
-from peers import Peer
-from test_audio_mix import tone_db
-from test_hostile_system import join_peer
-from test_ice_tcp import LAST_SECOND, open_page
-from test_join_aiortc import participant, wait_until
 
 ROOM = "relayed"
 REALM = "chorus.test"
 USER, PASSWORD = "user", "pass"
-
-# The page: a 660 Hz oscillator as microphone, a peer connection made with `__CONFIG__` (relay
-# only through coturn, or plain), an offer once gathering is complete, and the decoded audio of
-# what the server sends, kept for the test to read.
-PAGE_SETUP = """
-(async () => {
-  const ctx = new AudioContext({sampleRate: 48000});
-  const osc = ctx.createOscillator();
-  osc.frequency.value = 660;
-  const gain = ctx.createGain(); gain.gain.value = 0.3;
-  const dest = ctx.createMediaStreamDestination();
-  osc.connect(gain).connect(dest); osc.start();
-  const pc = new RTCPeerConnection(__CONFIG__);
-  window.t = {pc, states: [], heard: [], ctx, errors: []};
-  pc.addTrack(dest.stream.getAudioTracks()[0], dest.stream);
-  pc.onconnectionstatechange = () => window.t.states.push([Date.now(), pc.connectionState]);
-  pc.onicecandidateerror = (e) => window.t.errors.push([e.url, e.errorCode, e.errorText]);
-  pc.ontrack = (event) => {
-    // Chromium decodes remote audio only while something plays it out.
-    const element = new Audio();
-    element.srcObject = new MediaStream([event.track]);
-    element.play();
-    window.t.element = element;
-    const reader = new MediaStreamTrackProcessor({track: event.track}).readable.getReader();
-    (async () => {
-      for (;;) {
-        const {value, done} = await reader.read();
-        if (done) return;
-        const samples = new Float32Array(value.numberOfFrames);
-        value.copyTo(samples, {planeIndex: 0, format: 'f32-planar'});
-        window.t.heard.push([performance.now(), Array.from(samples)]);
-        if (window.t.heard.length > 400) window.t.heard.shift();
-        value.close();
-      }
-    })();
-  };
-  await pc.setLocalDescription(await pc.createOffer());
-  await new Promise((resolve) => {
-    if (pc.iceGatheringState === 'complete') return resolve();
-    pc.onicegatheringstatechange = () => pc.iceGatheringState === 'complete' && resolve();
-    setTimeout(resolve, 10000);
-  });
-  return pc.localDescription.sdp;
-})()
-"""
 
 SELECTED_PAIR = """
 (async () => {
@@ -174,6 +123,18 @@ def rule_packets(namespace: Namespace, chain: str, comment: str) -> int:
     raise AssertionError(f"no rule {comment!r} in {chain}:\n{text}")
 
 
+def listening(process: subprocess.Popen, host: str, port: int, log) -> bool:
+    """Whether coturn (`process`) accepts TCP connections on `host:port` yet; fails the test with
+    `log()` once it has exited."""
+    if process.poll() is not None:
+        pytest.fail(f"turnserver exited with {process.returncode}: {log()}")
+    try:
+        with socket.create_connection((host, port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
 class Coturn:
     """coturn on `host:port` (UDP and TCP), relaying from `host`, with one static long-term
     credential, logging to `log_path`."""
@@ -217,19 +178,12 @@ class Coturn:
         self.process = subprocess.Popen([binary, "-c", str(self.config)], stdout=self.stdout,
                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         try:
-            wait_for("coturn listening", self._listening, timeout=15, detail=lambda: self.log_tail())
+            wait_for("coturn listening", lambda: listening(self.process, self.host, self.port, self.log_tail), timeout=15,
+                     detail=lambda: self.log_tail())
         except BaseException:
             self.stop()
             raise
 
-    def _listening(self) -> bool:
-        if self.process.poll() is not None:
-            pytest.fail(f"turnserver exited with {self.process.returncode}: {self.log_tail()}")
-        try:
-            with socket.create_connection((self.host, self.port), timeout=1):
-                return True
-        except OSError:
-            return False
 
     def log(self) -> str:
         try:
@@ -249,106 +203,33 @@ class Coturn:
 
     def stop(self) -> None:
         if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+            terminate(self.process)
         self.stdout.close()
 
 
-class BrowserSession:
-    """Chromium in `namespace`, on a page served from the namespace's own loopback (a secure
-    context), and an aiortc talker (440 Hz) joined to ROOM from the host side."""
+def page_offer(session: BrowserCall, config: dict) -> tuple[str, list[str]]:
+    """The page's offer, a 660 Hz oscillator as microphone, for an RTCPeerConnection made with
+    `config` (relay only through coturn, or plain), and its candidates."""
+    sdp = session.page.evaluate(page_setup(OSCILLATOR, CHROMIUM_RECEIVE, json.dumps(config), gather_ms=10000))
+    return sdp, [line for line in sdp.splitlines() if line.startswith("a=candidate:")]
 
-    def __init__(self, server: ChorusServer, namespace: Namespace, tmp_path: Path):
-        self.server, self.namespace = server, namespace
-        self.loop = asyncio.new_event_loop()
-        asyncio.set_event_loop(self.loop)
-        self.talker = Peer(frequency=440.0, video=False)
-        (tmp_path / "www").mkdir()
-        namespace.spawn(["python3", "-m", "http.server", "8765", "--bind", "127.0.0.1", "--directory", str(tmp_path / "www")],
-                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.browser = Chromium(tmp_path / "chromium-profile", tmp_path / "chromium.log", namespace=namespace)
-        self.page = open_page(self.browser, namespace)
-        talker_call, _ = join_peer(server, self.loop, self.talker, ROOM, "talker")
-        wait_until(lambda: participant(server, ROOM, talker_call)["state"] == "established", 10)
 
-    def pumped(self, probe):
-        """`probe`, letting the aiortc talker run meanwhile (it runs only while the loop does)."""
-        return lambda: (self.loop.run_until_complete(asyncio.sleep(0.05)), probe())[1]
+def post_offer(session: BrowserCall, sdp: str) -> tuple[str, str, int]:
+    """POSTs the offer; the call id, the answer and the answer's UDP media port."""
+    call_id, answer = session.join(sdp)
+    host = re.escape(session.namespace.host_ip)
+    return call_id, answer, int(re.search(rf"a=candidate:\S+ 1 udp \d+ {host} (\d+) typ host", answer).group(1))
 
-    def offer(self, config: dict) -> tuple[str, list[str]]:
-        """The page's offer for an RTCPeerConnection made with `config`, and its candidates."""
-        offer = self.page.evaluate(PAGE_SETUP.replace("__CONFIG__", json.dumps(config)))
-        return offer, [line for line in offer.splitlines() if line.startswith("a=candidate:")]
 
-    def join(self, offer: str) -> tuple[str, str, int]:
-        """POSTs the offer; the call id, the answer and the answer's UDP media port."""
-        reply = self.server.request("POST", f"/v1/rooms/{ROOM}/participants", json={"sdp": offer, "userId": "browser"})
-        assert reply.status_code == 201, reply.text
-        answer, call_id = reply.json()["sdp"], reply.json()["callId"]
-        host = re.escape(self.namespace.host_ip)
-        return call_id, answer, int(re.search(rf"a=candidate:\S+ 1 udp \d+ {host} (\d+) typ host", answer).group(1))
-
-    def connect(self, call_id: str, answer: str, detail=lambda: "") -> dict:
-        """Applies the answer; once the participant is established, the browser's selected pair."""
-        self.page.evaluate(f"window.t.pc.setRemoteDescription({{type: 'answer', sdp: {answer!r}}})")
-        state = lambda: (self.page.evaluate("[window.t.states, window.t.errors]"),
-                         participant(self.server, ROOM, call_id)["state"])
-        wait_for("the browser connected",
-                 self.pumped(lambda: participant(self.server, ROOM, call_id)["state"] == "established"),
-                 timeout=30, detail=lambda: (state(), self.server.log_tail(2000), detail()))
-        return wait_for("a selected pair", self.pumped(lambda: self.page.evaluate(SELECTED_PAIR)), timeout=10)
-
-    def exchange_audio(self, call_id: str) -> dict:
-        """Three seconds of media both ways; asserts each side heard the other's tone (FFT), and
-        returns the server's counters of the browser's call."""
-        deadline = time.monotonic() + 3.0
-        while time.monotonic() < deadline:
-            self.loop.run_until_complete(asyncio.sleep(0.1))
-        end = time.monotonic()
-        heard_by_talker = self.talker.audio_between(end - 2.0, end)
-        assert len(heard_by_talker) >= 48000, f"the aiortc talker got {len(heard_by_talker)} samples"
-        assert tone_db(heard_by_talker, 660.0) > tone_db(heard_by_talker, 1000.0) + 20, "the talker did not hear the browser"
-        heard_by_browser = numpy.array(self.page.evaluate(LAST_SECOND), dtype=numpy.float64)
-        assert len(heard_by_browser) >= 24000, f"the browser decoded {len(heard_by_browser)} samples in the last second"
-        assert tone_db(heard_by_browser, 440.0) > tone_db(heard_by_browser, 1000.0) + 20, "the browser did not hear the room"
-        media = participant(self.server, ROOM, call_id)["media"]
-        assert media["packetsReceived"] > 100 and media["packetsSent"] > 100, media
-        return media
-
-    def close(self) -> None:
-        self.browser.close()
-        self.loop.run_until_complete(self.talker.close())
-        self.loop.close()
+def connected_pair(session: BrowserCall, call_id: str, answer: str, detail=lambda: "") -> dict:
+    """Applies the answer; once the participant is established, the browser's selected pair."""
+    session.connect(call_id, answer, detail=detail)
+    return wait_for("a selected pair", session.pumped(lambda: session.page.evaluate(SELECTED_PAIR)), timeout=10)
 
 
 @pytest.fixture
-def walled():
-    namespace = Namespace.create()
-    try:
-        yield namespace
-    finally:
-        namespace.remove()
-
-
-@pytest.fixture
-def server(chorus_bin: str, tmp_path: Path, walled: Namespace):
-    # Media on the veth's host side, as in test_ice_tcp.py (bound there, not 0.0.0.0, so that
-    # the aiortc talker's checks from 127.0.0.1 are answered from the address it sent to).
-    chorus = ChorusServer(chorus_bin, tmp_path / "chorus.sqlite", tmp_path / "chorus.log",
-                          extra_args=["--media-host", walled.host_ip, "--public-ip", walled.host_ip])
-    chorus.start()
-    yield chorus
-    if chorus.running:
-        assert chorus.stop() == 0, chorus.log_tail()
-
-
-@pytest.fixture
-def turn(walled: Namespace, tmp_path: Path):
-    coturn = Coturn(walled.host_ip, free_port(walled.host_ip), tmp_path)
+def turn(namespace: Namespace, tmp_path: Path):
+    coturn = Coturn(namespace.host_ip, free_port(namespace.host_ip), tmp_path)
     yield coturn
     coturn.stop()
 
@@ -370,48 +251,48 @@ def probe_direct(namespace: Namespace, host: str, port: int) -> None:
 
 
 @pytest.mark.parametrize("transport", ["udp", "tcp"])
-def test_chromium_behind_a_turn_relay_hears_and_is_heard(transport, server, turn, walled, tmp_path):
-    allow_only(walled, turn.port, transport)
-    session = BrowserSession(server, walled, tmp_path)
+def test_chromium_behind_a_turn_relay_hears_and_is_heard(transport, netns_server, turn, namespace, tmp_path):
+    allow_only(namespace, turn.port, transport)
+    session = BrowserCall(netns_server, namespace, tmp_path, ROOM)
     try:
         ice_server = {"urls": f"turn:{turn.host}:{turn.port}?transport={transport}",
                       "username": USER, "credential": PASSWORD}
-        offer, candidates = session.offer({"bundlePolicy": "max-bundle", "iceTransportPolicy": "relay",
-                                           "iceServers": [ice_server]})
+        offer, candidates = page_offer(session, {"bundlePolicy": "max-bundle", "iceTransportPolicy": "relay",
+                                                 "iceServers": [ice_server]})
         assert candidates and all(" typ relay " in line for line in candidates), \
             (candidates, session.page.evaluate("window.t.errors"))
-        call_id, answer, media_port = session.join(offer)
+        call_id, answer, media_port = post_offer(session, offer)
 
         # No direct path: what the browser would send to the media port, UDP or TCP, is dropped.
-        probe_direct(walled, walled.host_ip, media_port)
-        direct = rule_packets(walled, "output", "direct")
+        probe_direct(namespace, namespace.host_ip, media_port)
+        direct = rule_packets(namespace, "output", "direct")
         assert direct >= 2, "the firewall let a direct probe through"
 
-        pair = session.connect(call_id, answer, detail=lambda: turn.log_tail(2000))
+        pair = connected_pair(session, call_id, answer, detail=lambda: turn.log_tail(2000))
         assert pair["localType"] == "relay" and pair["relayProtocol"] == transport, pair
         assert pair["localAddress"] == turn.host, pair  # the relay address coturn allocated
         assert (pair["remoteType"], pair["remoteProtocol"], pair["remoteAddress"], pair["remotePort"]) == \
-            ("host", "udp", walled.host_ip, media_port), pair
-        media = session.exchange_audio(call_id)
+            ("host", "udp", namespace.host_ip, media_port), pair
+        media, _, _ = session.exchange_audio(call_id)
 
         # Through the relay: the firewall passed the browser's packets to coturn only, and
         # coturn's report for the allocation (written when the browser closes its connection and
         # releases it) counts at least the call's packets each way between relay and Chorus.
-        turn_packets = rule_packets(walled, "output", "turn")
+        turn_packets = rule_packets(namespace, "output", "turn")
         session.page.evaluate("window.t.pc.close()")
         usage = wait_for("coturn's usage report", session.pumped(turn.peer_usage), timeout=15, detail=lambda: turn.log_tail())
         received_from_chorus, _, sent_to_chorus, _ = usage
         assert received_from_chorus >= media["packetsSent"] and sent_to_chorus >= media["packetsReceived"], (usage, media)
         assert turn_packets > media["packetsReceived"], (turn_packets, media)
         # And the browser itself never tried the host side but through coturn.
-        assert rule_packets(walled, "output", "direct") == direct, "the browser sent toward the host side directly"
+        assert rule_packets(namespace, "output", "direct") == direct, "the browser sent toward the host side directly"
         # The browser asked coturn for a permission and a channel to Chorus's address (coturn
         # logs the peer's address without its port), and coturn granted both.
-        assert f"peer {walled.host_ip} lifetime updated" in turn.log(), turn.log_tail()
+        assert f"peer {namespace.host_ip} lifetime updated" in turn.log(), turn.log_tail()
         assert "CHANNEL_BIND processed, success" in turn.log(), turn.log_tail()
         print(f"TURN/{transport}: pair {pair}, server counters {media}, coturn peer usage (rp, rb, sp, sb) {usage}, "
               f"firewall passed {turn_packets} packets to coturn, dropped {direct} probes toward the media port "
-              f"and {rule_packets(walled, 'output', 'other')} packets elsewhere (DNS, IPv6 neighbour discovery)")
+              f"and {rule_packets(namespace, 'output', 'other')} packets elsewhere (DNS, IPv6 neighbour discovery)")
     finally:
         session.close()
 
@@ -471,27 +352,27 @@ def mappings(namespace: Namespace) -> tuple[int, list[tuple[str, int]]]:
             receiver.close()
 
 
-def test_chromium_behind_a_symmetric_nat_joins_directly_without_turn(server, walled, tmp_path):
+def test_chromium_behind_a_symmetric_nat_joins_directly_without_turn(netns_server, namespace, tmp_path):
     """Chorus has an address the client reaches (here the host side; in production its public
     IP), and ICE-lite leaves the checks to the client: the browser's checks go out through its
     NAT, which maps them to some public port, and Chorus answers to wherever they came from,
     which is what the NAT lets back in. No STUN or TURN server: the browser offers only its
     private host address, learns its mapped one (a peer-reflexive local candidate) from
     Chorus's check responses, and media flows both ways on that pair."""
-    public = symmetric_nat(walled)
-    local_port, seen_at = mappings(walled)
+    public = symmetric_nat(namespace)
+    local_port, seen_at = mappings(namespace)
     assert [address for address, _ in seen_at] == [public, public], seen_at
     assert seen_at[0][1] != seen_at[1][1], f"one socket, port {local_port}, seen at {seen_at}: not symmetric"
-    session = BrowserSession(server, walled, tmp_path)
+    session = BrowserCall(netns_server, namespace, tmp_path, ROOM)
     try:
-        offer, candidates = session.offer({"bundlePolicy": "max-bundle"})
+        offer, candidates = page_offer(session, {"bundlePolicy": "max-bundle"})
         assert candidates and all(" typ host" in line and public not in line for line in candidates), candidates
-        call_id, answer, media_port = session.join(offer)
-        pair = session.connect(call_id, answer)
+        call_id, answer, media_port = post_offer(session, offer)
+        pair = connected_pair(session, call_id, answer)
         assert (pair["localType"], pair["localProtocol"], pair["localAddress"]) == ("prflx", "udp", public), pair
         assert (pair["remoteType"], pair["remoteProtocol"], pair["remoteAddress"], pair["remotePort"]) == \
-            ("host", "udp", walled.host_ip, media_port), pair
-        media = session.exchange_audio(call_id)
+            ("host", "udp", namespace.host_ip, media_port), pair
+        media, _, _ = session.exchange_audio(call_id)
         print(f"symmetric NAT: one socket (port {local_port}) seen at {seen_at}; pair {pair}; server counters {media}")
     finally:
         session.close()
@@ -549,14 +430,14 @@ class Echo(asyncio.DatagramProtocol):
         self.transport.sendto(data, addr)
 
 
-def test_the_deploy_coturn_config_relays_to_chorus_only_with_application_issued_credentials(walled, tmp_path):
+def test_the_deploy_coturn_config_relays_to_chorus_only_with_application_issued_credentials(namespace, tmp_path):
     """deploy/coturn/turnserver.conf as shipped, with only what compose.yaml adds (the secret,
     the Chorus address) and what a test host needs (addresses, ports, certificate, state files)
     on the command line: REST-style credentials allocate over UDP, TCP and TLS, the relay
     reaches the Chorus address (a private one, in a denied range, let through by
     allowed-peer-ip) both ways, refuses other private addresses and loopback, and refuses the
     placeholder secret, a wrong one and an expired username."""
-    host = walled.host_ip  # a non-loopback address on this machine, in 10/8
+    host = namespace.host_ip  # a non-loopback address on this machine, in 10/8
     port, tls_port = free_port(host), free_port(host)
     cert, key = self_signed(host, tmp_path)
     stdout = open(tmp_path / "turnserver.stdout", "w")
@@ -568,14 +449,6 @@ def test_the_deploy_coturn_config_relays_to_chorus_only_with_application_issued_
         stdout=stdout, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
     loop = asyncio.new_event_loop()
     log = lambda: (tmp_path / "turnserver.stdout").read_text(errors="replace")[-3000:]
-
-    def listening():
-        assert process.poll() is None, log()
-        try:
-            with socket.create_connection((host, tls_port), timeout=1):
-                return True
-        except OSError:
-            return False
 
     async def allocate(transport: str, username: str, password: str):
         context = None
@@ -623,7 +496,7 @@ def test_the_deploy_coturn_config_relays_to_chorus_only_with_application_issued_
         return outcomes
 
     try:
-        wait_for("coturn listening", listening, timeout=15, detail=log)
+        wait_for("coturn listening", lambda: listening(process, host, tls_port, log), timeout=15, detail=log)
         relays = loop.run_until_complete(scenario())
         print(f"deploy/coturn/turnserver.conf: relayed addresses {relays}")
     finally:

@@ -13,38 +13,22 @@ a UDP outage moves the call to its TCP pair without a restart either.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pytest
 
-from chromium import Chromium, wait_for
+from browser_netns import launch
+from chromium import wait_for
 from conftest import ChorusServer
-from netns import Namespace
 
 ROOM = "outage"
 CLIENT_READY = "document.readyState === 'complete' && typeof window.chorus === 'object'"
 
 
 @pytest.fixture
-def network():
-    namespace = Namespace.create()
-    try:
-        yield namespace
-    finally:
-        namespace.remove()
-
-
-@pytest.fixture
-def server(chorus_bin: str, tmp_path: Path, network: Namespace):
-    # HTTP on every address so the page loads from the namespace; media on the host side. No
-    # ICE-TCP: with it, Chromium rides out a UDP outage on its TCP pair and needs no restart.
-    chorus = ChorusServer(chorus_bin, tmp_path / "chorus.sqlite", tmp_path / "chorus.log",
-                          extra_args=["--demo", "--http-host", "0.0.0.0", "--media-host", network.host_ip,
-                                      "--public-ip", network.host_ip, "--media-tcp-port", "0"])
-    chorus.start()
-    yield chorus
-    if chorus.running:
-        assert chorus.stop() == 0, chorus.log_tail()
+def netns_server_args() -> list[str]:
+    """HTTP on every address so the page loads from the namespace (media is on the host side). No
+    ICE-TCP: with it, Chromium rides out a UDP outage on its TCP pair and needs no restart."""
+    return ["--demo", "--http-host", "0.0.0.0", "--media-tcp-port", "0"]
 
 
 def received(server: ChorusServer, call_id: str) -> int:
@@ -52,35 +36,34 @@ def received(server: ChorusServer, call_id: str) -> int:
     return reply.json()["media"]["packetsReceived"] if reply.status_code == 200 else -1
 
 
-def test_the_web_client_restarts_ice_by_itself_after_an_outage(server, network, tmp_path):
-    origin = f"http://{network.host_ip}:{server.banner.port}"
+def test_the_web_client_restarts_ice_by_itself_after_an_outage(netns_server, namespace, tmp_path):
+    origin = f"http://{namespace.host_ip}:{netns_server.banner.port}"
     # The page is served over plain HTTP from the host side: a secure context only by this flag.
-    browser = Chromium(tmp_path / "chromium-profile", tmp_path / "chromium.log", namespace=network,
-                       extra_flags=[f"--unsafely-treat-insecure-origin-as-secure={origin}"])
+    browser = launch("chromium", namespace, tmp_path, extra_flags=[f"--unsafely-treat-insecure-origin-as-secure={origin}"])
     try:
         page = browser.open(f"{origin}/?room={ROOM}&user=mover", ready=CLIENT_READY)
         page.evaluate("document.getElementById('join').click()")
         call_id = wait_for("joined", lambda: page.chorus().get("callId"), detail=lambda: page.chorus())
         wait_for("established", lambda: page.chorus().get("state") == "established", detail=lambda: page.chorus())
-        before = received(server, call_id)
+        before = received(netns_server, call_id)
         time.sleep(1.0)
-        assert received(server, call_id) > before, "no media before the outage"
+        assert received(netns_server, call_id) > before, "no media before the outage"
 
-        network.drop_udp()
+        namespace.drop_udp()
         wait_for("an ICE restart by the client", lambda: page.chorus().get("iceRestarts", 0) >= 1, timeout=20,
                  detail=lambda: page.chorus())
-        network.allow_udp()
+        namespace.allow_udp()
         back = time.monotonic()
 
         def flowing() -> bool:
-            first = received(server, call_id)
+            first = received(netns_server, call_id)
             time.sleep(0.3)
-            return received(server, call_id) > first
-        wait_for("media again", flowing, timeout=15, detail=lambda: (page.chorus(), server.log_tail(1500)))
+            return received(netns_server, call_id) > first
+        wait_for("media again", flowing, timeout=15, detail=lambda: (page.chorus(), netns_server.log_tail(1500)))
         print(f"web client: {page.chorus()['iceRestarts']} ICE restart(s), media again "
               f"{time.monotonic() - back:.1f} s after UDP came back; states {page.chorus()['connectionStates']}")
         assert page.chorus()["callId"] == call_id and page.chorus()["state"] == "established"
-        calls = server.request("GET", "/v1/calls").json()["calls"]
+        calls = netns_server.request("GET", "/v1/calls").json()["calls"]
         assert [c["callId"] for c in calls] == [call_id], calls
     finally:
         browser.close()
