@@ -84,6 +84,11 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // Send-side bandwidth estimation (draft-ietf-rmcat-gcc-02 with libwebrtc's parameters), sans-IO:
+        // the packets a participant was sent and its transport-cc feedback in, a target bitrate and
+        // probe requests out.
+        .target(name: "CongestionControl", dependencies: ["ChorusCore", "RTCP"], swiftSettings: strict),
+
         // Audio mixer (MCU), sans-IO: Opus behind a codec seam, adaptive jitter buffer with FEC/PLC,
         // speaker selection with hysteresis, mixing with a soft limiter, outbound RTP per recipient.
         .target(name: "AudioMixer", dependencies: ["ChorusCore", "COpus"], swiftSettings: strict),
@@ -211,6 +216,7 @@ let package = Package(
         .testTarget(name: "SDPTests", dependencies: ["SDP", "ChorusCore", "ChorusTestSupport"]),
         .testTarget(name: "RTPTests", dependencies: ["RTP", "ChorusCore", "ChorusTestSupport"]),
         .testTarget(name: "RTCPTests", dependencies: ["RTCP", "ChorusCore", "ChorusTestSupport"]),
+        .testTarget(name: "CongestionControlTests", dependencies: ["CongestionControl", "RTCP", "ChorusCore"]),
         .testTarget(name: "SRTPTests", dependencies: ["SRTP", "ChorusCore"]),
         .testTarget(name: "DTLSTests", dependencies: ["DTLS", "SRTP", "ChorusCore", "ChorusTestSupport"]),
         .testTarget(
