@@ -80,7 +80,7 @@ let package = Package(
         // One participant's connection: classify, ICE, DTLS, SRTP, RTCP reports.
         .target(
             name: "PeerTransport",
-            dependencies: ["ChorusCore", "STUN", "ICELite", "DTLS", "SRTP", "RTP", "RTCP"],
+            dependencies: ["ChorusCore", "STUN", "ICELite", "DTLS", "SRTP", "RTP", "RTCP", "CongestionControl"],
             swiftSettings: strict
         ),
 
@@ -113,6 +113,7 @@ let package = Package(
             name: "Rooms",
             dependencies: [
                 "ChorusCore", "PeerTransport", "SDP", "DTLS", "ICELite", "RTCP", "RTP", "AudioMixer", "VideoForwarder",
+                "CongestionControl",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ],
@@ -165,7 +166,7 @@ let package = Package(
         // client peer built from the project's own client-role ICE, DTLS and SRTP.
         .target(
             name: "ChorusTestSupport",
-            dependencies: ["ChorusCore", "STUN", "ICELite", "DTLS", "SRTP", "RTP", "RTCP"],
+            dependencies: ["ChorusCore", "STUN", "ICELite", "DTLS", "SRTP", "RTP", "RTCP", "CongestionControl"],
             swiftSettings: strict
         ),
 

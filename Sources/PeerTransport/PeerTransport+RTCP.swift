@@ -1,4 +1,5 @@
 import ChorusCore
+import CongestionControl
 import RTCP
 import RTP
 
@@ -58,11 +59,11 @@ extension PeerTransport {
     /// `reporting` describes a packet on our RTCP SSRC (the mix stream), which our sender
     /// reports count; the caller wrote the header, so nothing is parsed here.
     @discardableResult
-    public func sendRTP(_ packet: [UInt8], reporting: ReportedPacket? = nil, now: MediaTime,
-                        transmits: inout [Transmit]) -> Bool
+    public func sendRTP(_ packet: [UInt8], reporting: ReportedPacket? = nil, probeClusterID: Int? = nil,
+                        now: MediaTime, transmits: inout [Transmit]) -> Bool
     {
         guard let srtp, let destination else { return false }
-        var protected = packet
+        var protected = stampTransportWideSequence(packet, now: now, probeClusterID: probeClusterID)
         guard (try? srtp.protectRTP(&protected)) != nil else {
             counters.sendFailures &+= 1
             return false
@@ -91,6 +92,44 @@ extension PeerTransport {
         transmits.append((protected, destination))
         counters.rtcpSent &+= 1
         return true
+    }
+
+    /// The packet with our next transport-wide sequence number added, when transport-cc is
+    /// negotiated: the peer reports each one's arrival, and the send-side estimator learns the
+    /// path toward the peer from those reports. Otherwise (or if it cannot be added) as it is.
+    func stampTransportWideSequence(_ packet: [UInt8], now: MediaTime, probeClusterID: Int? = nil) -> [UInt8] {
+        guard let id = configuration.transportWideSequenceExtensionID, bandwidth != nil,
+              let header = try? RTPHeader(parsing: packet)
+        else { return packet }
+        let sequence = nextTransportSequenceNumber
+        guard let stamped = RTPHeaderRewriter.addingExtension(
+            id: id, data: [UInt8(sequence >> 8), UInt8(truncatingIfNeeded: sequence)], to: packet, header: header)
+        else { return packet }
+        nextTransportSequenceNumber &+= 1
+        // What the peer's SRTP adds (the 10-byte tag) is part of what the link carries.
+        bandwidth?.onPacketSent(transportSequenceNumber: sequence, size: stamped.count + 10, at: now,
+                                probeClusterID: probeClusterID)
+        return stamped
+    }
+
+    /// Transport-cc feedback from the peer about what we sent it: the send-side estimator's input.
+    public func receivedTransportFeedback(_ feedback: TransportFeedback, now: MediaTime) {
+        counters.transportFeedbackReceived &+= 1
+        bandwidth?.onFeedback(feedback, at: now)
+    }
+
+    /// The probe the estimator wants sent now, if any (`SendSideBandwidthEstimator.probeRequest`).
+    public func probeRequest(now: MediaTime) -> ProbeCluster? {
+        guard isConnected else { return nil }
+        return bandwidth?.probeRequest(at: now)
+    }
+
+    /// The send-side estimate of the path toward the peer, bit/s, once transport-cc feedback came.
+    public var estimatedBitrate: Int? { bandwidthEstimate?.targetBitrate }
+
+    /// The estimator's state, once the peer's transport-cc feedback has come.
+    public var bandwidthEstimate: BandwidthEstimate? {
+        counters.transportFeedbackReceived > 0 ? bandwidth?.estimate : nil
     }
 
     /// Notes the arrival of a packet that carries the peer's transport-wide sequence number.

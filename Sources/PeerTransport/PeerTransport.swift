@@ -1,4 +1,5 @@
 import ChorusCore
+import CongestionControl
 import DTLS
 import ICELite
 import RTCP
@@ -24,6 +25,9 @@ public struct PeerTransportConfiguration: Sendable {
     /// The ID of the transport-wide sequence number extension when transport-cc is negotiated:
     /// arrivals of packets carrying it are reported back (`TransportFeedbackRecorder`).
     public var transportWideSequenceExtensionID: UInt8?
+    /// The most the send-side estimator may estimate (and probe for), bit/s: what the peer
+    /// could use (the mix and its video slots), so that probes never look for more.
+    public var maximumSendBitrate = 2_700_000
 
     public init(localICE: ICECredentials, remoteICE: ICECredentials, dtlsRole: DTLSRole,
                 remoteFingerprints: [DTLSFingerprint], rtcpSSRC: SSRC, cname: String, clockRates: [UInt8: UInt64],
@@ -71,6 +75,10 @@ public final class PeerTransport {
     var transportFeedback: TransportFeedbackRecorder?
     /// The last media SSRC heard, named as the media source of transport-cc feedback.
     var lastMediaSSRC = SSRC(0)
+    /// The send side of transport-cc: the estimate of the path toward the peer; nil unless
+    /// negotiated.
+    var bandwidth: SendSideBandwidthEstimator?
+    var nextTransportSequenceNumber: UInt16 = 1
 
     public init(configuration: PeerTransportConfiguration, dtlsContext: DTLSContext, now: MediaTime)
         throws(DTLSError)
@@ -83,7 +91,12 @@ public final class PeerTransport {
         self.createdAt = now
         self.iceStartedAt = now
         self.rtcpRandom = UInt64(configuration.rtcpSSRC.rawValue) | 1
-        if configuration.transportWideSequenceExtensionID != nil { transportFeedback = TransportFeedbackRecorder() }
+        if configuration.transportWideSequenceExtensionID != nil {
+            transportFeedback = TransportFeedbackRecorder()
+            bandwidth = SendSideBandwidthEstimator(configuration: BandwidthEstimatorConfiguration(
+                maximumBitrate: configuration.maximumSendBitrate,
+                startBitrate: min(300_000, configuration.maximumSendBitrate)))
+        }
     }
 
     /// Handles one datagram routed to this participant; what it answers (a STUN response, a

@@ -50,6 +50,8 @@ public struct TransportCounters: Sendable, Equatable, Codable {
     /// Transport-cc feedback messages sent (about 10 a second while the peer sends media with
     /// transport-wide sequence numbers, when negotiated).
     public var transportFeedbackSent: UInt64 = 0
+    /// Transport-cc feedback messages received from the peer about what the server sent it.
+    public var transportFeedbackReceived: UInt64 = 0
 
     public init() {}
 }

@@ -67,6 +67,8 @@ public struct MediaPlan {
             localICE: localICE, remoteICE: remoteICE, dtlsRole: role, remoteFingerprints: fingerprints,
             rtcpSSRC: audio.ssrc, cname: cname, clockRates: Self.clockRates(analysis), ntpReference: ntpReference)
         transport.transportWideSequenceExtensionID = analysis.transportWideCCExtensionID.flatMap(UInt8.init(exactly:))
+        // The mix, and each slot's top layer (720p at browsers' 2.5 Mbit/s).
+        transport.maximumSendBitrate = 200_000 + 2_500_000 * analysis.slots.count
         self.transport = transport
         var local = LocalParameters(
             sessionID: UInt64.random(in: 1...UInt64(Int64.max), using: &generator), iceUfrag: localICE.ufrag,

@@ -1,5 +1,6 @@
 import ChorusCore
 import Foundation
+import CongestionControl
 import PeerTransport
 
 /// A participant as the room keeps it: identity, call state, its transport, audio and video.
@@ -26,6 +27,8 @@ final class Participant {
     var srtpProfile: String?
     var audio: ParticipantAudio
     var video: ParticipantVideo
+    /// A bandwidth probe toward this participant under way (`RoomCore+Probing`).
+    var probe: RoomCore.ProbeInFlight?
 
     init(callId: CallID, userId: UserID, displayName: String?, joinedAt: Date, transport: PeerTransport,
          ufrag: String, audio: ParticipantAudio, video: ParticipantVideo, answer: AnswerSource) {
@@ -60,7 +63,18 @@ final class Participant {
             callId: callId, userId: userId, displayName: displayName, state: state, endCause: endCause,
             joinedAt: joinedAt, establishedAt: establishedAt, audioMuted: audioMuted, videoPaused: videoPaused,
             counters: transport.counters, audioStatistics: audio.statistics, videoStatistics: video.statistics.fields,
-            pinned: video.pinned, srtpProfile: srtpProfile)
+            pinned: video.pinned, srtpProfile: srtpProfile, downlink: downlink)
+    }
+
+    /// The transport's estimate when transport-cc runs, else the participant's last REMB.
+    var downlink: DownlinkEstimate? {
+        if let estimate = transport.bandwidthEstimate {
+            return DownlinkEstimate(
+                bitrate: estimate.targetBitrate, source: "transportCC", delayBasedBitrate: estimate.delayBasedBitrate,
+                lossBasedBitrate: estimate.lossBasedBitrate, acknowledgedBitrate: estimate.acknowledgedBitrate,
+                lossFraction: estimate.lossFraction)
+        }
+        return video.lastREMB.map { DownlinkEstimate(bitrate: Int(clamping: $0), source: "remb") }
     }
 }
 
@@ -74,6 +88,7 @@ extension MediaCounters {
             "packetsDropped": .int(Int(clamping: packetsDropped)), "stunReceived": .int(Int(clamping: stunReceived)),
             "sendFailures": .int(Int(clamping: sendFailures)), "pathChanges": .int(Int(clamping: pathChanges)),
             "transportFeedbackSent": .int(Int(clamping: transportFeedbackSent)),
+            "transportFeedbackReceived": .int(Int(clamping: transportFeedbackReceived)),
         ]
     }
 }

@@ -40,6 +40,24 @@ public struct ParticipantSnapshot: Sendable, Equatable {
     public let pinned: [CallID]
     /// The SRTP profile negotiated by DTLS, once established.
     public let srtpProfile: String?
+    /// What the server knows of the path toward the participant, nil before it knows anything.
+    public let downlink: DownlinkEstimate?
+}
+
+/// The bandwidth of the path from the server to a participant: the server's own send-side
+/// estimate from the participant's transport-cc feedback, or, for a client without
+/// transport-cc, the last REMB it sent. What the participant's video layers are chosen by.
+public struct DownlinkEstimate: Sendable, Equatable, Encodable {
+    /// bit/s the server may send the participant.
+    public var bitrate: Int
+    /// `transportCC` (the server's estimator) or `remb` (the client's own estimate).
+    public var source: String
+    /// The estimator's parts, with transport-cc: the delay-based and loss-based estimates, the
+    /// bitrate the client acknowledged lately, and the loss fraction it reported (0…1).
+    public var delayBasedBitrate: Int?
+    public var lossBasedBitrate: Int?
+    public var acknowledgedBitrate: Int?
+    public var lossFraction: Double?
 }
 
 /// What a join asks of a room.

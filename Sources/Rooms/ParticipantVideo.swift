@@ -12,6 +12,9 @@ struct ParticipantVideo {
     /// Publishers this participant asked to see first (`PATCH {"pinned": [...]}`), in order.
     var pinned: [CallID] = []
     var statistics = VideoStatistics()
+    /// The last REMB this participant sent (bit/s): its own estimate of the path from the
+    /// server, the downlink estimate of a client without transport-cc.
+    var lastREMB: UInt64?
 
     init(analysis: OfferAnalysis, slotStreams: [OutgoingStream]) {
         publisher = analysis.camera.flatMap(VideoPublisher.init)
@@ -115,6 +118,8 @@ struct VideoStatistics {
     var nacksSent: UInt64 = 0
     var retransmissions: UInt64 = 0
     var slotSwitches: UInt64 = 0
+    /// RTX padding packets sent to probe the path toward this subscriber.
+    var probePacketsSent: UInt64 = 0
 
     var fields: [String: Int] {
         [
@@ -124,7 +129,7 @@ struct VideoStatistics {
             "keyframeRequestsSent": Int(clamping: keyframeRequestsSent),
             "nacksReceived": Int(clamping: nacksReceived), "nacksAnswered": Int(clamping: nacksAnswered),
             "nacksSent": Int(clamping: nacksSent), "retransmissions": Int(clamping: retransmissions),
-            "slotSwitches": Int(clamping: slotSwitches),
+            "slotSwitches": Int(clamping: slotSwitches), "probePacketsSent": Int(clamping: probePacketsSent),
         ]
     }
 }

@@ -88,7 +88,14 @@ extension RoomCore {
         case .genericNACK(let nack):
             answerNACK(nack, from: callId, now: now)
         case .receiverEstimatedMaximumBitrate(let remb):
+            participants[callId]?.video.lastREMB = remb.bitrate
             recordEstimate(remb.bitrate, from: callId, now: now)
+        case .transportFeedback(let feedback):
+            // With transport-cc the subscriber sends no REMB: the server's own estimate of the
+            // path toward it takes the REMB's place.
+            guard let transport = participants[callId]?.transport else { return }
+            transport.receivedTransportFeedback(feedback, now: now)
+            if let estimate = transport.estimatedBitrate { recordEstimate(UInt64(max(estimate, 0)), from: callId, now: now) }
         case .goodbye:
             // Not a leave: Chromium sends BYE on replaceTrack, some clients on mute. Counted;
             // a call ends on DELETE, close_notify or consent expiry.

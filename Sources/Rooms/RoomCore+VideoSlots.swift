@@ -128,6 +128,7 @@ extension RoomCore {
             passEstimate(to: callId, now: now)
         }
         if slotsChanged { reassignSlots(now: now) }
+        sendProbes(now: now)
     }
 
     /// Asks again each publisher some slot is switching to, once its last request is a second old.

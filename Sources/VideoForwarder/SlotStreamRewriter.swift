@@ -77,7 +77,7 @@ public struct SlotStreamRewriter: Sendable {
     private var sourceSequences = SequenceNumberUnwrapper()
     /// The newest values written: where the next publisher's stream continues from.
     private var lastSequence: UInt16
-    private var lastTimestamp: UInt32
+    public private(set) var lastTimestamp: UInt32
     private var lastPictureID: UInt16?
     private var lastTL0: UInt8?
     private var lastKeyIndex: UInt8?

@@ -266,9 +266,8 @@ def netns_server_args() -> list[str]:
 @pytest.fixture
 def netns_server(chorus_bin: str, tmp_path: Path, namespace: Namespace, netns_server_args: list[str]):
     """A started server for a client in `namespace`: media on the veth's host side and announced
-    there (the ICE-TCP port defaults to the UDP port's number). Bound to that address, not
-    0.0.0.0: an aiortc peer on the host side checks from 127.0.0.1, and a wildcard socket would
-    answer from 127.0.0.1 too, which aioice rightly refuses. Stopped as `chorus_server` is."""
+    there (the ICE-TCP port defaults to the UDP port's number). Bound to that address, so that
+    nothing but the namespace's link reaches the media port. Stopped as `chorus_server` is."""
     yield from started(ChorusServer(chorus_bin, tmp_path / "chorus.sqlite", tmp_path / "chorus.log",
                                     extra_args=["--media-host", namespace.host_ip, "--public-ip", namespace.host_ip,
                                                 *netns_server_args]))

@@ -37,6 +37,7 @@ struct ParticipantResponse: Encodable {
     var audio: [String: Int]
     var video: [String: Int]
     var pinned: [String]
+    var downlink: DownlinkEstimate?
     /// The answer to a re-offer sent with this PATCH (absent otherwise).
     var sdp: String?
 
@@ -54,6 +55,7 @@ struct ParticipantResponse: Encodable {
         audio = snapshot.audioStatistics
         video = snapshot.videoStatistics
         pinned = snapshot.pinned.map(\.rawValue)
+        downlink = snapshot.downlink
     }
 }
 

@@ -1,0 +1,71 @@
+import ChorusCore
+import CongestionControl
+import PeerTransport
+import RTP
+
+/// Bandwidth probes toward subscribers (issue 16): the send-side estimator only learns the
+/// rate the path carries from what is sent on it, so a subscriber whose estimate sits below
+/// what its slots could show is sent short bursts of RTX padding (RFC 4588 streams carry
+/// padding-only packets, which receivers count and drop) at the cluster's rate, and its
+/// transport-cc feedback tells how fast they arrived.
+///
+/// The room has no timer finer than its 20 ms tick, so a cluster goes out as two bursts one
+/// tick apart, each half of the cluster's rate × 20 ms: the send interval is then 20 ms and
+/// the send rate the cluster's, and a bottleneck slower than that spreads the bursts' arrivals,
+/// which is what the estimator measures. Coarser than libwebrtc's 5 ms pacing: on a shaped
+/// link each burst queues for up to 20 ms at the probed rate.
+extension RoomCore {
+    /// Padding per packet: the most RFC 3550 padding can say (255 bytes, including the count).
+    static let probePaddingBytes = 255
+    /// A probe's packets per burst at most, whatever its rate.
+    static let maximumProbePacketsPerBurst = 64
+
+    /// One subscriber's probe under way: its cluster, and the burst still to send.
+    struct ProbeInFlight {
+        let cluster: ProbeCluster
+        var burstsLeft: Int
+    }
+
+    /// Per video tick: sends the due half of every probe under way, and starts the probes the
+    /// estimators ask for now.
+    func sendProbes(now: MediaTime) {
+        for callId in joinOrder {
+            guard let participant = participants[callId], participant.state == .established else { continue }
+            if participant.probe == nil, let cluster = participant.transport.probeRequest(now: now) {
+                participant.probe = ProbeInFlight(cluster: cluster, burstsLeft: 2)
+            }
+            guard var probe = participant.probe else { continue }
+            sendProbeBurst(probe.cluster, to: participant, now: now)
+            probe.burstsLeft -= 1
+            participant.probe = probe.burstsLeft > 0 ? probe : nil
+        }
+    }
+
+    /// Half the cluster's rate × one tick of RTX padding on the subscriber's first slot with
+    /// an RTX stream (none without one: padding on a media stream would break its numbering).
+    private func sendProbeBurst(_ cluster: ProbeCluster, to participant: Participant, now: MediaTime) {
+        guard let index = participant.video.slots.firstIndex(where: { $0.rtx != nil }),
+              let rtx = participant.video.slots[index].rtx
+        else { return }
+        let tickBytes = cluster.targetBitrate / 8 * RoomCore.tickMilliseconds / 1_000
+        let packetBytes = RTPHeader.fixedLength + Self.probePaddingBytes
+        let packets = min(max((tickBytes / 2 + packetBytes - 1) / packetBytes, (cluster.minimumPackets + 1) / 2),
+                          Self.maximumProbePacketsPerBurst)
+        let timestamp = participant.video.slots[index].rewriter.lastTimestamp
+        for _ in 0..<packets {
+            var packet: [UInt8] = []
+            packet.reserveCapacity(packetBytes + 32)
+            packet.append(0x80)
+            packet.append(rtx.payloadType.rawValue)
+            packet.append16(participant.video.slots[index].rtxSequence)
+            packet.append32(timestamp)
+            packet.append32(rtx.ssrc.rawValue)
+            RTPHeaderRewriter.appendPadding(count: Self.probePaddingBytes, to: &packet)
+            participant.video.slots[index].rtxSequence &+= 1
+            guard participant.transport.sendRTP(packet, probeClusterID: cluster.id, now: now,
+                                                transmits: &output.transmits)
+            else { return }
+            participant.video.statistics.probePacketsSent &+= 1
+        }
+    }
+}
