@@ -118,6 +118,18 @@ extension PeerTransport {
         bandwidth?.onFeedback(feedback, at: now)
     }
 
+    /// A report block about our RTCP SSRC (the mix stream): its LSR/DLSR give the round-trip
+    /// time (RFC 3550 §6.4.1), which the send-side estimator's controllers use.
+    public func receivedReportBlock(_ block: ReportBlock, now: MediaTime) {
+        let arrival = configuration.ntpReference.ntp(at: now).compact
+        guard block.ssrc == configuration.rtcpSSRC,
+              let rtt = CompactNTP.roundTripNanoseconds(arrival: arrival, lastSenderReport: block.lastSenderReport,
+                                                        delaySinceLastSenderReport: block.delaySinceLastSenderReport)
+        else { return }
+        roundTripNanoseconds = rtt
+        bandwidth?.onRoundTripTime(rtt, at: now)
+    }
+
     /// The probe the estimator wants sent now, if any (`SendSideBandwidthEstimator.probeRequest`).
     public func probeRequest(now: MediaTime) -> ProbeCluster? {
         guard isConnected else { return nil }

@@ -79,6 +79,8 @@ public final class PeerTransport {
     /// negotiated.
     var bandwidth: SendSideBandwidthEstimator?
     var nextTransportSequenceNumber: UInt16 = 1
+    /// The last round-trip time measured from the peer's receiver reports, ns.
+    public internal(set) var roundTripNanoseconds: UInt64?
 
     public init(configuration: PeerTransportConfiguration, dtlsContext: DTLSContext, now: MediaTime)
         throws(DTLSError)

@@ -68,13 +68,14 @@ final class Participant {
 
     /// The transport's estimate when transport-cc runs, else the participant's last REMB.
     var downlink: DownlinkEstimate? {
+        let rtt = transport.roundTripNanoseconds.map { Int(clamping: $0 / 1_000_000) }
         if let estimate = transport.bandwidthEstimate {
             return DownlinkEstimate(
                 bitrate: estimate.targetBitrate, source: "transportCC", delayBasedBitrate: estimate.delayBasedBitrate,
                 lossBasedBitrate: estimate.lossBasedBitrate, acknowledgedBitrate: estimate.acknowledgedBitrate,
-                lossFraction: estimate.lossFraction)
+                lossFraction: estimate.lossFraction, roundTripTimeMilliseconds: rtt)
         }
-        return video.lastREMB.map { DownlinkEstimate(bitrate: Int(clamping: $0), source: "remb") }
+        return video.lastREMB.map { DownlinkEstimate(bitrate: Int(clamping: $0), source: "remb", roundTripTimeMilliseconds: rtt) }
     }
 }
 

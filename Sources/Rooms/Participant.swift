@@ -58,6 +58,8 @@ public struct DownlinkEstimate: Sendable, Equatable, Encodable {
     public var lossBasedBitrate: Int?
     public var acknowledgedBitrate: Int?
     public var lossFraction: Double?
+    /// The round-trip time from the participant's receiver reports (RFC 3550 §6.4.1), ms.
+    public var roundTripTimeMilliseconds: Int?
 }
 
 /// What a join asks of a room.

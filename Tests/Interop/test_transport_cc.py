@@ -156,5 +156,7 @@ def test_a_chromium_viewers_feedback_drives_the_servers_estimate_of_its_downlink
     downlink = viewer["downlink"]
     assert downlink["acknowledgedBitrate"] > 300_000, downlink
     assert 0 <= downlink["lossFraction"] < 0.05, downlink
+    # Loopback: the round trip is the browser's and the server's scheduling, well under 200 ms.
+    assert 0 <= downlink.get("roundTripTimeMilliseconds", -1) < 200, downlink
     print(f"viewer downlink {downlink}, probes {viewer['video']['probePacketsSent']}")
     page.evaluate("window.twcc.close()")
