@@ -175,7 +175,7 @@ let package = Package(
             name: "FuzzEntryPoints",
             dependencies: [
                 "ChorusCore", "STUN", "ICELite", "RTP", "RTCP", "SDP", "SRTP", "DTLS", "PeerTransport", "MediaSocket",
-                "VideoForwarder", "Rooms", "ICETCP",
+                "VideoForwarder", "Rooms", "ICETCP", "CongestionControl",
             ],
             swiftSettings: strict
         ),

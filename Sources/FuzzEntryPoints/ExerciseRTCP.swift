@@ -1,4 +1,5 @@
 import ChorusCore
+import CongestionControl
 import RTCP
 
 /// RTCP as the transport reads it after SRTCP unprotect: compound validation (both rules),
@@ -161,6 +162,32 @@ func exerciseTransportFeedback(_ feedback: TransportFeedback) {
     }
     fuzzRequire(count == Int(feedback.packetStatusCount),
                 "transport-cc yields \(count) results for a status count of \(feedback.packetStatusCount)")
+    exerciseEstimator(feedback)
+}
+
+/// The send-side estimator fed the fuzzed feedback twice (about packets it sent around the
+/// feedback's base, and a second report a second later): whatever the input, its estimate stays
+/// finite and in its range, and its probe request is sane.
+func exerciseEstimator(_ feedback: TransportFeedback) {
+    let configuration = BandwidthEstimatorConfiguration()
+    var estimator = SendSideBandwidthEstimator(configuration: configuration)
+    let start = MediaTime.seconds(100)
+    for offset in 0..<64 {
+        estimator.onPacketSent(transportSequenceNumber: feedback.baseSequenceNumber &+ UInt16(offset) &- 8,
+                               size: 1_200, at: start.adding(milliseconds: UInt64(offset)))
+    }
+    for round in 0..<2 {
+        let now = start.adding(milliseconds: 100 + UInt64(round) * 1_000)
+        let estimate = estimator.onFeedback(feedback, at: now)
+        fuzzRequire(estimate.targetBitrate >= configuration.minimumBitrate
+                        && estimate.targetBitrate <= configuration.maximumBitrate,
+                    "estimate \(estimate.targetBitrate) out of range")
+        fuzzRequire(estimate.lossFraction.isFinite && estimate.lossFraction >= 0 && estimate.lossFraction <= 1,
+                    "loss fraction \(estimate.lossFraction)")
+        if let probe = estimator.probeRequest(at: now) {
+            fuzzRequire(probe.targetBitrate > 0 && probe.minimumBytes >= 0, "probe \(probe)")
+        }
+    }
 }
 
 /// Serializes a decoded message; when the serializer accepts it, the output parses back to
