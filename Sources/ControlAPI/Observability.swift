@@ -17,6 +17,12 @@ public enum Observability {
             factory.nameAndLabelSanitizer = { name, labels in
                 (sanitize(name), labels.map { (sanitize($0.0), $0.1) })
             }
+            // Downlink estimates (bit/s), one sample per participant-second: from an audio-only
+            // link to a full gallery.
+            factory.valueHistogramBuckets["chorus_downlink_estimate_bits_per_second"] = [
+                100_000, 200_000, 300_000, 500_000, 750_000, 1_000_000, 1_500_000, 2_000_000, 3_000_000,
+                5_000_000, 10_000_000, 20_000_000,
+            ]
             MetricsSystem.bootstrap(factory)
             existing = registry
             return registry

@@ -29,6 +29,8 @@ final class Participant {
     var video: ParticipantVideo
     /// A bandwidth probe toward this participant under way (`RoomCore+Probing`).
     var probe: RoomCore.ProbeInFlight?
+    /// When its downlink estimate last went to `/metrics`.
+    var estimateSampledAt: MediaTime?
 
     init(callId: CallID, userId: UserID, displayName: String?, joinedAt: Date, transport: PeerTransport,
          ufrag: String, audio: ParticipantAudio, video: ParticipantVideo, answer: AnswerSource) {

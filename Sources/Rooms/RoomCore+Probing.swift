@@ -1,5 +1,6 @@
 import ChorusCore
 import CongestionControl
+import Metrics
 import PeerTransport
 import RTP
 
@@ -27,10 +28,11 @@ extension RoomCore {
     }
 
     /// Per video tick: sends the due half of every probe under way, and starts the probes the
-    /// estimators ask for now.
+    /// estimators ask for now; once a second per participant, its estimate goes to `/metrics`.
     func sendProbes(now: MediaTime) {
         for callId in joinOrder {
             guard let participant = participants[callId], participant.state == .established else { continue }
+            sampleEstimate(of: participant, now: now)
             if participant.probe == nil, let cluster = participant.transport.probeRequest(now: now) {
                 participant.probe = ProbeInFlight(cluster: cluster, burstsLeft: 2)
             }
@@ -40,6 +42,17 @@ extension RoomCore {
             participant.probe = probe.burstsLeft > 0 ? probe : nil
         }
     }
+
+    /// The estimate as one sample of `chorus_downlink_estimate_bits_per_second` (a histogram),
+    /// once a second: the distribution over participant-seconds.
+    private func sampleEstimate(of participant: Participant, now: MediaTime) {
+        guard let bitrate = participant.transport.estimatedBitrate else { return }
+        if let last = participant.estimateSampledAt, now.nanoseconds(since: last) < 1_000_000_000 { return }
+        participant.estimateSampledAt = now
+        Self.estimates.record(bitrate)
+    }
+
+    static let estimates = Recorder(label: "chorus_downlink_estimate_bits_per_second", aggregate: true)
 
     /// Half the cluster's rate × one tick of RTX padding on the subscriber's first slot with
     /// an RTX stream (none without one: padding on a media stream would break its numbering).

@@ -158,5 +158,9 @@ def test_a_chromium_viewers_feedback_drives_the_servers_estimate_of_its_downlink
     assert 0 <= downlink["lossFraction"] < 0.05, downlink
     # Loopback: the round trip is the browser's and the server's scheduling, well under 200 ms.
     assert 0 <= downlink.get("roundTripTimeMilliseconds", -1) < 200, downlink
+    metrics = server.request("GET", "/metrics").text
+    counts = [float(line.split()[-1]) for line in metrics.splitlines()
+              if line.startswith("chorus_downlink_estimate_bits_per_second_count")]
+    assert counts and counts[0] >= 1, "no downlink estimate sampled in /metrics"
     print(f"viewer downlink {downlink}, probes {viewer['video']['probePacketsSent']}")
     page.evaluate("window.twcc.close()")
