@@ -44,7 +44,8 @@ public final class MediaSocket: DatagramSink, Service {
         self.logger = logger
         self.group = group
         self.bound = NIOLockedValueBoxChannel()
-        self.tcp = tcpPort == .off ? nil : MediaTCPListener(router: router, logger: logger)
+        self.tcp = tcpPort == .off ? nil : MediaTCPListener(
+            router: router, limits: .fitting(descriptorLimit: DescriptorLimit.current), logger: logger)
     }
 
     /// The port ICE-TCP listens on once bound; nil without ICE-TCP.
@@ -53,21 +54,27 @@ public final class MediaSocket: DatagramSink, Service {
     /// Binds the ICE-TCP listener after the UDP socket bound `udpPort`.
     private func bindTCP(udpPort: Int) async throws {
         guard let tcp else { return }
+        // A loop of its own where the group has several, so that a flood of connections does
+        // not delay the UDP reads.
+        let udpLoop = bound.get()?.eventLoop
+        let loop = group.makeIterator().first { $0 !== udpLoop } ?? group.next()
         let channel: any Channel
         switch tcpPort {
         case .off: return
         case .sameAsUDP:
             do {
-                channel = try await tcp.bind(host: host, port: udpPort, group: group)
+                channel = try await tcp.bind(host: host, port: udpPort, loop: loop)
             } catch {
                 logger.warning("TCP port \(udpPort) is taken; ICE-TCP listens on another", metadata: ["error": "\(error)"])
-                channel = try await tcp.bind(host: host, port: 0, group: group)
+                channel = try await tcp.bind(host: host, port: 0, loop: loop)
             }
         case .port(let port):
-            channel = try await tcp.bind(host: host, port: port, group: group)
+            channel = try await tcp.bind(host: host, port: port, loop: loop)
         }
         bound.setTCP(channel)
-        logger.info("media TCP listener bound", metadata: ["tcp": "\(host):\(channel.localAddress?.port ?? 0)"])
+        logger.info("media TCP listener bound", metadata: [
+            "tcp": "\(host):\(channel.localAddress?.port ?? 0)", "maxConnections": "\(tcp.limits.totalLimit)",
+        ])
     }
 
     /// Binds the socket; returns the bound port (useful with port 0 in tests). The socket is

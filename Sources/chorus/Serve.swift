@@ -53,6 +53,11 @@ struct Serve: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "chorus")
+        // Before any socket: the descriptor limit bounds what the server can hold (see DescriptorLimit).
+        let descriptors = DescriptorLimit.raise()
+        if descriptors.to != descriptors.from {
+            logger.info("descriptor limit raised", metadata: ["from": "\(descriptors.from)", "to": "\(descriptors.to)"])
+        }
         let host = httpHost ?? environment("HTTP_HOST") ?? "0.0.0.0"
         let port = httpPort ?? environment("HTTP_PORT").flatMap { Int($0) } ?? 8080
         let media = mediaPort ?? environment("MEDIA_PORT").flatMap { Int($0) } ?? 10000

@@ -127,4 +127,26 @@ struct MediaSocketTCPTests {
         _ = client
         await socket.closeAll()
     }
+
+    /// The listener and all its connections share one event loop, so a connection over a limit
+    /// is closed within the accept that made it rather than a hop later: under a flood on a
+    /// loaded machine, the hop let hundreds of refused sockets stay open beyond the cap.
+    @Test func connectionsOverTheLimitAreClosedAndTheKeptOnesShareTheListenersLoop() async throws {
+        let socket = MediaSocket(host: "127.0.0.1", port: 0, tcpPort: .sameAsUDP, router: DatagramRouter(),
+                                 logger: Logger(label: "test"))
+        try await socket.bind()
+        let tcp = try #require(socket.tcp)
+        let port = try #require(socket.boundTCPPort)
+        // One after another from 127.0.0.1: the first 16 are kept, the rest refused.
+        let clients = try (0..<(tcp.limits.perHostLimit + 4)).map { _ in try Client(port: port) }
+        try await waitFor { tcp.connections.count == tcp.limits.perHostLimit }
+        #expect(tcp.connections.count == tcp.limits.perHostLimit)
+        for client in clients[tcp.limits.perHostLimit...] {
+            var byte: UInt8 = 0
+            #expect(recv(client.descriptor, &byte, 1, 0) == 0, "a connection over the per-host limit was not closed")
+        }
+        let loops = Set(tcp.connections.all.map { ObjectIdentifier($0.eventLoop) })
+        #expect(loops.count == 1)
+        await socket.closeAll()
+    }
 }
