@@ -1,0 +1,75 @@
+/// Shares one subscriber's downlink among its video slots (issue 16, item 3): for each slot,
+/// which of its publisher's simulcast layers to forward, or none (the slot is paused for
+/// bandwidth). A pure function of the budget and the slots' demands, called by the room about
+/// once a second per subscriber; `LayerSwitchPolicy` then decides when a slot actually moves.
+///
+/// The order follows what a viewer notices first: the budget is what remains after the audio
+/// mix (the caller reserves it); every slot, in priority order (the dominant speaker's first),
+/// first gets its lowest layer if that still fits, so a thin link pauses the least important
+/// slots rather than starving all of them; then, again in priority order, each slot moves up to
+/// the best layer the rest of the budget and its requested height allow.
+public enum LayerAllocator {
+    /// One layer a publisher sends, as measured arriving: bit/s and picture height (0 when not
+    /// known yet, which no height cap excludes).
+    public struct Layer: Sendable, Equatable {
+        public var bitrate: Int
+        public var height: Int
+
+        public init(bitrate: Int, height: Int = 0) {
+            self.bitrate = max(bitrate, 0)
+            self.height = max(height, 0)
+        }
+    }
+
+    /// What one slot could show: its publisher's layers from lowest to highest (the ones being
+    /// received now; a layer that stopped is left out), the tallest picture the client wants
+    /// in it (nil: no cap), and its rank (0 first: the dominant speaker's slot).
+    public struct Demand: Sendable, Equatable {
+        public var layers: [Layer]
+        public var maximumHeight: Int?
+        public var priority: Int
+
+        public init(layers: [Layer], maximumHeight: Int? = nil, priority: Int) {
+            self.layers = layers
+            self.maximumHeight = maximumHeight
+            self.priority = priority
+        }
+
+        /// The highest layer the height cap allows; the lowest always qualifies, since a cap
+        /// below every layer still wants a picture (the client scales it down).
+        var tallestAllowed: Int {
+            guard let cap = maximumHeight else { return layers.count - 1 }
+            var best = 0
+            for (index, layer) in layers.enumerated() where layer.height == 0 || layer.height <= cap { best = index }
+            return best
+        }
+    }
+
+    /// The layer index for each demand, in the demands' order; nil for a slot that gets none
+    /// (no layers, or not even its lowest layer fits).
+    public static func allocate(budget: Int, demands: [Demand]) -> [Int?] {
+        var remaining = max(budget, 0)
+        var chosen = [Int?](repeating: nil, count: demands.count)
+        let order = demands.indices.sorted { (demands[$0].priority, $0) < (demands[$1].priority, $1) }
+        for index in order {
+            guard let lowest = demands[index].layers.first, lowest.bitrate <= remaining else { continue }
+            chosen[index] = 0
+            remaining -= lowest.bitrate
+        }
+        for index in order {
+            guard let current = chosen[index] else { continue }
+            let layers = demands[index].layers
+            let top = min(demands[index].tallestAllowed, layers.count - 1)
+            var best = current
+            if top > current {
+                for candidate in (current + 1)...top {
+                    guard layers[candidate].bitrate - layers[current].bitrate <= remaining else { break }
+                    best = candidate
+                }
+            }
+            remaining -= layers[best].bitrate - layers[current].bitrate
+            chosen[index] = best
+        }
+        return chosen
+    }
+}

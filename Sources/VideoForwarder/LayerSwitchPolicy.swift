@@ -1,0 +1,76 @@
+import ChorusCore
+
+/// When one slot moves between its publisher's simulcast layers (issue 16, item 3), given the
+/// layer `LayerAllocator` chose for it: down at once (the link is already short, and every
+/// packet over it delays the audio too), up only after the current layer has been held
+/// `holdNanoseconds` and no bandwidth-forced move down happened in the last
+/// `upgradeQuietNanoseconds` (an estimate that just fell is not trusted to rise at once; a
+/// flapping layer costs a keyframe each way). A move is a request: the room asks the publisher
+/// for the target layer's keyframe and switches on it, then calls `switched(to:now:)`.
+///
+/// Sans-IO: the room calls `decide(allocated:now:)` when it reallocates, and `switched` when a
+/// slot starts forwarding a layer.
+public struct LayerSwitchPolicy: Sendable, Equatable {
+    public static let holdNanoseconds: UInt64 = 2_000_000_000
+    public static let upgradeQuietNanoseconds: UInt64 = 8_000_000_000
+
+    /// What the slot should do now.
+    public enum Decision: Sendable, Equatable {
+        /// Keep what it forwards (or keep waiting for the keyframe it asked for).
+        case stay
+        /// Ask for this layer's keyframe and move there on it.
+        case move(to: Int)
+        /// Forward nothing: not even the lowest layer fits (`video.slots`, reason `bandwidth`).
+        case pause
+    }
+
+    /// The layer forwarded now; nil before the first, or while paused.
+    public private(set) var current: Int?
+    /// The layer asked for and not yet switched to.
+    public private(set) var pending: Int?
+    public private(set) var lastSwitchAt: MediaTime?
+    public private(set) var lastDowngradeAt: MediaTime?
+    /// Moves made, for the participant's counters.
+    public private(set) var switches: UInt64 = 0
+
+    public init() {}
+
+    /// The decision for `allocated` (nil: nothing fits).
+    public mutating func decide(allocated: Int?, now: MediaTime) -> Decision {
+        guard let allocated else {
+            pending = nil
+            if current != nil { lastDowngradeAt = now }
+            current = nil
+            return .pause
+        }
+        let reference = pending ?? current
+        guard let reference else {
+            // Paused for bandwidth: resume once the pause has lasted the hold time.
+            if let down = lastDowngradeAt, now.nanoseconds(since: down) < Self.holdNanoseconds { return .pause }
+            pending = allocated
+            return .move(to: allocated)
+        }
+        if allocated < reference {
+            pending = allocated == current ? nil : allocated
+            lastDowngradeAt = now
+            return allocated == current ? .stay : .move(to: allocated)
+        }
+        guard allocated > reference, canMoveUp(now: now) else { return .stay }
+        pending = allocated
+        return .move(to: allocated)
+    }
+
+    /// The slot now forwards `layer` (its keyframe arrived).
+    public mutating func switched(to layer: Int, now: MediaTime) {
+        if current != layer { switches &+= 1 }
+        current = layer
+        if pending == layer { pending = nil }
+        lastSwitchAt = now
+    }
+
+    private func canMoveUp(now: MediaTime) -> Bool {
+        if let last = lastSwitchAt, now.nanoseconds(since: last) < Self.holdNanoseconds { return false }
+        if let down = lastDowngradeAt, now.nanoseconds(since: down) < Self.upgradeQuietNanoseconds { return false }
+        return true
+    }
+}
