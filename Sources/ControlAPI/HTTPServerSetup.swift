@@ -12,10 +12,12 @@ extension ControlAPI {
     ///   are answered with the API's JSON error body by `HTTPFramingErrorHandler`, and counted;
     /// - a connection that sends nothing complete for `idleTimeout` is closed: a slowloris
     ///   client that dribbles a header byte at a time holds its socket that long and no longer.
-    ///   Streams being answered (Server-Sent Events) are not idle.
-    public static func httpServer(idleTimeout: Duration?) -> HTTPServerBuilder {
+    ///   Streams being answered (Server-Sent Events) are not idle;
+    /// - past `connectionLimit` open connections, a new one is answered 503 and closed.
+    public static func httpServer(idleTimeout: Duration?, connectionLimit: HTTPConnectionLimit? = nil) -> HTTPServerBuilder {
         var configuration = HTTP1Channel.Configuration(
-            additionalChannelHandlers: [HTTPFramingErrorHandler()],
+            additionalChannelHandlers: (connectionLimit.map { [HTTPConnectionLimitHandler(limit: $0)] } ?? [])
+                + [HTTPFramingErrorHandler()],
             idleTimeout: idleTimeout.map { TimeAmount($0) })
         configuration.httpDecoder = .init(maxHeaderFieldSize: maxHeaderBytes, maxHeaderListSize: maxHeaderBytes)
         return .http1(configuration: configuration)

@@ -33,6 +33,8 @@ struct Serve: AsyncParsableCommand {
     var drainSeconds: Double?
     @Option(help: "Seconds an HTTP connection may sit without a complete request before it is closed; 0 = never (env CHORUS_HTTP_IDLE_TIMEOUT, default 60).")
     var httpIdleTimeout: Double?
+    @Option(help: "HTTP connections open at once; past it a new one is answered 503 (env CHORUS_HTTP_MAX_CONNECTIONS, default a quarter of the descriptor limit, at most 10000).")
+    var httpMaxConnections: Int?
     @Option(help: "Seconds a participant may go without a consent check or authenticated media from its path before its call ends with timeout (env CHORUS_CONSENT_TIMEOUT, default 30, RFC 7675).")
     var consentTimeout: Double?
     @Option(help: "Bitrate of the room mix encoders in bit/s (env CHORUS_OPUS_BITRATE, default 32000).")
@@ -79,6 +81,13 @@ struct Serve: AsyncParsableCommand {
         guard (0...86400).contains(idle) else {
             throw ValidationError("the HTTP idle timeout must be between 0 and 86400 seconds")
         }
+        // A quarter of the descriptors: ICE-TCP may take half, and the rest is for the media
+        // socket, the database and Dispatch's own.
+        let connections = httpMaxConnections ?? environment("HTTP_MAX_CONNECTIONS").flatMap { Int($0) }
+            ?? min(10_000, max(64, descriptors.to / 4))
+        guard (1...1_000_000).contains(connections) else {
+            throw ValidationError("the HTTP connection limit must be between 1 and 1000000")
+        }
 
         let consent = consentTimeout ?? environment("CONSENT_TIMEOUT").flatMap { Double($0) } ?? 30
         guard (5...600).contains(consent) else {
@@ -116,7 +125,8 @@ struct Serve: AsyncParsableCommand {
 
         let app = Application(
             router: api.makeRouter(),
-            server: ControlAPI.httpServer(idleTimeout: idle > 0 ? .milliseconds(Int(idle * 1000)) : nil),
+            server: ControlAPI.httpServer(idleTimeout: idle > 0 ? .milliseconds(Int(idle * 1000)) : nil,
+                                          connectionLimit: HTTPConnectionLimit(maximum: connections)),
             configuration: .init(address: .hostname(host, port: port), serverName: "chorus"),
             onServerRunning: { channel in
                 let bound = channel.localAddress?.port ?? port

@@ -293,6 +293,44 @@ def test_slowloris_sockets_do_not_slow_others_and_are_closed(idle_server):
     assert_serving(idle_server)
 
 
+MAX_CONNECTIONS = 20
+
+
+def test_connections_past_the_limit_get_503_and_cost_no_descriptor(chorus_bin: str, tmp_path: Path):
+    """A connection flood cannot take every descriptor (running out kills the process: Dispatch
+    aborts when it cannot open /proc/<tid>/stat): past --http-max-connections a new connection
+    is answered 503 tooManyConnections at once and closed; the held ones keep working, and once
+    they close the server serves again."""
+    server = ChorusServer(chorus_bin, tmp_path / "limit.sqlite", tmp_path / "limit.log",
+                          extra_args=["--http-max-connections", str(MAX_CONNECTIONS)])
+    server.start()
+    try:
+        baseline = open_sockets(server)
+        held = [socket.create_connection(("127.0.0.1", server.banner.port), timeout=2) for _ in range(MAX_CONNECTIONS)]
+        refused = 0
+        for _ in range(200):
+            received, end, seconds = raw_exchange(server, b"")
+            assert raw_status(received) == 503 and raw_error_code(received) == "tooManyConnections", received[:300]
+            assert seconds < FAST, seconds
+            refused += 1
+        peak = open_sockets(server)
+        assert peak <= baseline + MAX_CONNECTIONS + 2, (baseline, peak)
+        # A held connection still gets answers.
+        held[0].sendall(b"GET /healthz HTTP/1.1\r\nHost: chorus\r\n\r\n")
+        held[0].settimeout(5)
+        assert held[0].recv(4096).startswith(b"HTTP/1.1 200"), "a held connection was not served"
+        for sock in held:
+            sock.close()
+        deadline = time.monotonic() + 10
+        while requests.get(server.url("/healthz"), timeout=FAST + 3).status_code != 200:
+            assert time.monotonic() < deadline, "the server did not serve new connections again"
+            time.sleep(0.1)
+        assert metric(server, "chorus_http_errors_total", code="tooManyConnections") >= refused
+    finally:
+        if server.running:
+            assert server.stop() == 0, server.log_tail()
+
+
 # -- 3. path traversal on the static files --------------------------------------------------------
 
 TRAVERSALS = [
