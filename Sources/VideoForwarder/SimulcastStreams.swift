@@ -109,7 +109,9 @@ public struct SimulcastStreams: Sendable {
         self.replaceAfter = replaceAfter
         ridBytes = self.rids.map { Array($0.utf8) }
         entries = Array(repeating: nil, count: 2 * self.rids.count)
-        meters = Array(repeating: BitrateWindow(window: bitrateWindow), count: self.rids.count)
+        // One window each, built apart: copies of one value would share their buffers until the
+        // first packet of each layer copied them, an allocation on the packet path.
+        meters = self.rids.map { _ in BitrateWindow(window: bitrateWindow) }
     }
 
     /// The number of layers.
@@ -181,10 +183,22 @@ public struct SimulcastStreams: Sendable {
     }
 
     private func layer(named rid: ArraySlice<UInt8>) -> Int? {
-        for index in ridBytes.indices where ridBytes[index].elementsEqual(rid) {
+        for index in ridBytes.indices where Self.equal(ridBytes[index], rid) {
             return index
         }
         return nil
+    }
+
+    /// Byte by byte, by index: `elementsEqual` and `for … in` allocate their iterators when not
+    /// specialized (debug builds).
+    private static func equal(_ name: [UInt8], _ rid: ArraySlice<UInt8>) -> Bool {
+        guard name.count == rid.count else { return false }
+        var offset = 0
+        while offset < name.count {
+            guard name[offset] == rid[rid.startIndex + offset] else { return false }
+            offset += 1
+        }
+        return true
     }
 
     private func slot(of ssrc: SSRC) -> Int? {
