@@ -98,6 +98,40 @@ let benchmarks: @Sendable () -> Void = {
     }
     roomTickBenchmarks()
     forwardBenchmarks()
+    simulcastBenchmarks()
+}
+
+/// Simulcast in, per publisher packet: `SimulcastStreams` finds the packet's layer (from its RID
+/// extension, or from what it learned when the packet has none) and counts its bytes, then one
+/// layer's bitrate is read. The goal is no allocation per packet.
+func simulcastBenchmarks() {
+    Benchmark("Simulcast classify + layer bitrate, 3 layers",
+              configuration: .init(metrics: [.wallClock, .mallocCountTotal], scalingFactor: .kilo)) { benchmark in
+        // One packet per layer with its RID (ID 10, two-byte form) and one without: 12-byte
+        // header, the extension block, then 1,100 bytes of payload.
+        func packet(ssrc: UInt8, rid: String?) -> [UInt8] {
+            var block: [UInt8] = rid.map { [10, UInt8($0.utf8.count)] + Array($0.utf8) } ?? [3, 2, 0, 1]
+            while block.count % 4 != 0 { block.append(0) }
+            return [0x90, 0x60, 0, 1, 0, 0, 0, 1, 0, 0, 0, ssrc, 0x10, 0x00, 0, UInt8(block.count / 4)] + block
+                + [UInt8](repeating: 0x42, count: 1_100)
+        }
+        let rids = ["q", "h", "f"]
+        let packets = rids.indices.map { packet(ssrc: UInt8(1 + $0), rid: rids[$0]) }
+            + rids.indices.map { packet(ssrc: UInt8(1 + $0), rid: nil) }
+        let parsed = packets.compactMap { try? RTPPacket(parsing: $0) }
+        var streams = SimulcastStreams(rids: rids, rtpStreamIDExtension: 10, repairedRTPStreamIDExtension: 11)
+        var now = MediaTime.seconds(1)
+        benchmark.startMeasurement()
+        for iteration in benchmark.scaledIterations {
+            // Three packets with their RID (as Firefox always and Chromium at first sends them),
+            // then three without (Chromium once its SSRCs are acknowledged), in turn.
+            let packet = parsed[iteration % 6]
+            now = now.adding(nanoseconds: 1_000_000)
+            blackHole(streams.received(ssrc: packet.header.ssrc, extensions: packet.headerExtensions,
+                                       bytes: packet.bytes.count, now: now))
+            blackHole(streams.bitrate(layer: iteration % 3, now: now))
+        }
+    }
 }
 
 /// The video forward path for one publisher packet (1,100 bytes of VP8) and 10 subscribers:

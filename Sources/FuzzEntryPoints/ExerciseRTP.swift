@@ -5,8 +5,8 @@ import VideoForwarder
 /// RTP as the media path reads it after SRTP unprotect: the header (on an array, and on a slice
 /// that does not start at index 0, as a slice of a larger receive buffer does), the packet's
 /// CSRCs and RFC 8285 elements, the extension values through a map, the VP8 payload descriptor
-/// and payload header, and the in-place rewrites the forwarder applies, which must keep the
-/// packet's layout. The whole input is also read as a VP8 payload on its own.
+/// and payload header, the in-place rewrites the forwarder applies, which must keep the
+/// packet's layout, and simulcast SSRC learning from its RID extensions. The whole input is also read as a VP8 payload on its own.
 public func exerciseRTP(_ bytes: [UInt8]) {
     exerciseRTPPacket(bytes[...])
     let embedded = [0xEE, 0xEE, 0xEE] + bytes + [0xEE]
@@ -27,6 +27,7 @@ func exerciseRTPPacket(_ bytes: ArraySlice<UInt8>) {
     let header = packet.header
     fuzzRequire(headerOnly == header, "RTPHeader and RTPPacket disagree")
     exerciseForwarder(packet)
+    exerciseSimulcast(packet)
     checkLayout(header, count: bytes.count)
     consume((header.marker, header.payloadType.description, header.sequenceNumber, header.timestamp,
              header.ssrc.description, header.hasPadding, header.hasExtension, header.headerLength))
@@ -223,4 +224,23 @@ func exerciseForwarder(_ packet: RTPPacket) {
     var again: [UInt8] = []
     slot.rewriteAgain(bytes, header: header, vp8: vp8, mapping: mapping, into: &again)
     fuzzRequire(again == out, "a retransmission differs from the original")
+}
+
+/// The packet as one of a simulcast camera's (RIDs q, h, f in extension IDs 1 and 2, the low
+/// IDs the corpus's packets use): whatever it teaches, its SSRC classifies the same later
+/// without extensions, and a refused packet teaches nothing.
+func exerciseSimulcast(_ packet: RTPPacket) {
+    var streams = SimulcastStreams(rids: ["q", "h", "f"], rtpStreamIDExtension: 1, repairedRTPStreamIDExtension: 2)
+    let ssrc = packet.header.ssrc
+    let first = streams.received(ssrc: ssrc, extensions: packet.headerExtensions, bytes: packet.bytes.count,
+                                 now: .seconds(1))
+    let again = streams.received(ssrc: ssrc, rid: nil, repairedRID: nil, bytes: packet.bytes.count, now: .seconds(2))
+    switch first {
+    case .media, .repair:
+        fuzzRequire(again == first && streams.stream(of: ssrc) == first, "a learned SSRC lost its layer")
+    case .refused:
+        fuzzRequire(again == .refused(.unlearnedSSRC) && streams.stream(of: ssrc) == nil, "a refused packet taught an SSRC")
+    }
+    fuzzRequire(streams.refusals.total <= 2, "more refusals than packets")
+    for layer in 0..<3 { consume(streams.bitrate(layer: layer, now: .seconds(2))) }
 }

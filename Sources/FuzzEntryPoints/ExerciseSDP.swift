@@ -8,7 +8,7 @@ import SDP
 /// An SDP offer as `Room.join` handles one: parse (from the request's `String`, and from bytes),
 /// read every typed attribute, check it against the room's shape (`OfferAnalysis`), and for an
 /// accepted offer derive what the join derives (ICE credentials, DTLS fingerprints and role)
-/// and build the answer. The answer goes to the peer, so it must always build with valid local
+/// and build the answer (with a simulcast camera's layers mirrored). The answer goes to the peer, so it must always build with valid local
 /// parameters and parse back with our own parser, with one section per offered m= line.
 public func exerciseSDP(_ bytes: [UInt8]) {
     let text = String(decoding: bytes, as: UTF8.self)
@@ -94,6 +94,20 @@ func exerciseAnswer(offer: SessionDescription, analysis: OfferAnalysis) {
                 + "\(offer.media.count) offered")
     fuzzRequire(answer.media.map(\.mid) == offer.media.map(\.mid), "the answer's mids differ from the offer's")
     fuzzRequire(answer.bundleGroups.first?.identificationTags == analysis.bundleMids, "the answer's BUNDLE differs")
+    if let camera = analysis.camera, answer.media.indices.contains(camera.video.mLineIndex) {
+        exerciseSimulcastAnswer(camera, answered: answer.media[camera.video.mLineIndex])
+    }
+}
+
+/// A simulcast camera: at most three layers, a RID extension to tell them apart, and the
+/// answer's `a=simulcast:recv` naming exactly the layers, in order.
+func exerciseSimulcastAnswer(_ camera: CameraSection, answered: MediaDescription) {
+    consume((camera.simulcastLayers, camera.rtpStreamIDExtension, camera.repairedRTPStreamIDExtension))
+    fuzzRequire(camera.simulcastLayers.count <= OfferAnalysis.maximumSimulcastLayers, "more simulcast layers than allowed")
+    fuzzRequire(!camera.isSimulcast || camera.rtpStreamIDExtension != nil, "simulcast without the RID extension")
+    let received = answered.simulcast?.receive.map { $0.map(\.rid) } ?? []
+    fuzzRequire(received == camera.simulcastLayers.map { [$0.rid] }, "the answer's a=simulcast differs from the layers")
+    fuzzRequire(answered.rids.map(\.id) == camera.simulcastLayers.map(\.rid), "the answer's a=rid lines differ")
 }
 
 enum FuzzSDP {

@@ -91,6 +91,12 @@ public enum RTPHeaderExtensionData {
         return end > data.startIndex ? data[data.startIndex..<end] : nil
     }
 
+    /// sdes:rtp-stream-id and sdes:repaired-rtp-stream-id (RFC 8852 §3, SDES items like the
+    /// mid): the RID as bytes, trailing zero padding dropped; nil when nothing remains.
+    public static func rtpStreamID(_ data: ArraySlice<UInt8>) -> ArraySlice<UInt8>? {
+        mid(data)
+    }
+
     /// sdes:mid as text; nil when empty or not valid UTF-8.
     public static func midString(_ data: ArraySlice<UInt8>) -> String? {
         mid(data).flatMap { String(validating: $0, as: UTF8.self) }

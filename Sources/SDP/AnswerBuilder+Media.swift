@@ -1,8 +1,9 @@
 import ChorusCore
 
 /// The per-section half of the answer: the audio section (Opus only) and the video sections
-/// (one codec, its RTX, the feedback Chorus implements), each echoing the offer's header
-/// extension IDs with mirrored directions and announcing the streams the server sends.
+/// (one codec, its RTX, the feedback Chorus implements, and on a simulcast camera the mirrored
+/// RIDs), each echoing the offer's header extension IDs with mirrored directions and announcing
+/// the streams the server sends.
 extension AnswerBuilder {
     /// RTCP feedback the server acts on for video: NACK (RFC 4585), PLI, FIR (RFC 5104) and
     /// REMB; and transport-cc when negotiated (`OfferAnalysis.transportWideCCExtensionID`):
@@ -67,11 +68,24 @@ extension AnswerBuilder {
             attributes.append(.formatParameters(FormatParameters(payloadType: rtx,
                                                                  parameters: "apt=\(codec.payloadType.rawValue)")))
         }
+        attributes += simulcastAttributes(for: video)
         if let sending {
             attributes += ssrcAttributes(sending, rtx: codec.rtxPayloadType == nil ? nil : sending.rtxSSRC)
         }
         return MediaDescription(media: "video", port: local.candidatePort, proto: proto, formats: formats,
                                 connection: connection, attributes: attributes)
+    }
+
+    /// On the camera section with simulcast, the offer mirrored (RFC 8853 §5.3.2): one
+    /// `a=rid:<id> recv` per negotiated layer, without restrictions, and `a=simulcast:recv` with
+    /// the layers in the offer's order, paused ones still marked `~`, alternatives dropped.
+    private func simulcastAttributes(for video: VideoSection) -> [Attribute] {
+        guard let camera = analysis.camera, camera.video.mLineIndex == video.mLineIndex, camera.isSimulcast
+        else { return [] }
+        var attributes: [Attribute] = camera.simulcastLayers.map { .rid(RID(id: $0.rid, direction: .recv)) }
+        let streams = camera.simulcastLayers.map { [Simulcast.Alternative(rid: $0.rid, paused: $0.paused)] }
+        attributes.append(.simulcast(Simulcast(receive: streams)))
+        return attributes
     }
 
     /// mid, header extensions, direction, msid and RTCP multiplexing, in browser order.

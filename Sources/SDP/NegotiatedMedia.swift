@@ -16,6 +16,11 @@ public struct HeaderExtensions: Sendable, Hashable {
     public static let videoURIs: [String] = [
         ExtensionMap.URI.mid, ExtensionMap.URI.transportWideCC, ExtensionMap.URI.absSendTime,
     ]
+    /// URIs accepted, besides `videoURIs`, on a camera section that negotiates simulcast: the
+    /// RID of each packet's simulcast stream, and of the stream an RTX packet repairs (RFC 8852).
+    public static let simulcastURIs: [String] = [
+        ExtensionMap.URI.rtpStreamID, ExtensionMap.URI.repairedRTPStreamID,
+    ]
 
     public init(maps: [ExtensionMap]) {
         self.maps = maps
@@ -44,6 +49,10 @@ public struct HeaderExtensions: Sendable, Hashable {
     public var transportWideCC: UInt16? { id(for: ExtensionMap.URI.transportWideCC) }
     /// Absolute send time.
     public var absSendTime: UInt16? { id(for: ExtensionMap.URI.absSendTime) }
+    /// `urn:ietf:params:rtp-hdrext:sdes:rtp-stream-id` (RFC 8852 §3.1), with simulcast only.
+    public var rtpStreamID: UInt16? { id(for: ExtensionMap.URI.rtpStreamID) }
+    /// `urn:ietf:params:rtp-hdrext:sdes:repaired-rtp-stream-id` (RFC 8852 §3.2), with simulcast only.
+    public var repairedRTPStreamID: UInt16? { id(for: ExtensionMap.URI.repairedRTPStreamID) }
 }
 
 /// The negotiated audio m= section: Opus only (RFC 7587), since the mixer decodes and encodes.
@@ -109,25 +118,41 @@ public struct VideoSection: Sendable, Hashable {
 }
 
 /// The offerer's camera: the one video m= section on which it sends (`sendonly`, or
-/// `sendrecv` when the same section is also a slot), with the streams it announced.
+/// `sendrecv` when the same section is also a slot), with the streams it announced and, when
+/// it sends simulcast, its negotiated layers.
 public struct CameraSection: Sendable, Hashable {
     public var video: VideoSection
     /// Distinct SSRCs of its `a=ssrc` lines, in order (none when Chrome sends simulcast RIDs).
     public var ssrcs: [SSRC]
     public var ssrcGroups: [SSRCGroup]
-    /// The media SSRC: the first of the first `FID` group, else the first announced SSRC.
+    /// The media SSRC: the first of the first `FID` group, else the first announced SSRC. With
+    /// simulcast this is one layer's SSRC at best (Firefox announces one `FID` group per layer
+    /// and does not say which RID each is): learn the layers' SSRCs from packets instead.
     public var primarySSRC: SSRC?
     /// The RTX SSRC: the second of that `FID` group, if any.
     public var rtxSSRC: SSRC?
-    /// `a=rid` lines (simulcast encodings); Chorus does not negotiate simulcast yet.
+    /// The `a=rid` lines as offered, in offer order (their order carries no meaning).
     public var rids: [RID]
+    /// The `a=simulcast` attribute as offered.
     public var simulcast: Simulcast?
+    /// The negotiated simulcast streams, in `a=simulcast:send` order (not the `a=rid` order,
+    /// and not necessarily low to high: it is the order of the page's `sendEncodings`); the
+    /// index is the layer index. Empty when the camera sends one stream.
+    public var simulcastLayers: [SimulcastLayer] = []
 
     public var mid: String { video.mid }
     public var codec: NegotiatedVideoCodec { video.codec }
     public var extensions: HeaderExtensions { video.extensions }
     /// True for a `sendrecv` camera section: the server also sends a slot's video on it.
     public var isAlsoSlot: Bool { video.offerDirection == .sendrecv }
+    /// True when the camera sends simulcast: its packets are told apart by RID.
+    public var isSimulcast: Bool { !simulcastLayers.isEmpty }
+    /// The RtpStreamId extension's ID (RFC 8852 §3.1): always set when `isSimulcast`, since
+    /// simulcast is declined without it.
+    public var rtpStreamIDExtension: UInt16? { extensions.rtpStreamID }
+    /// The RepairedRtpStreamId extension's ID (RFC 8852 §3.2), when simulcast is negotiated and
+    /// the offer maps it: RTX packets name the layer they repair with it.
+    public var repairedRTPStreamIDExtension: UInt16? { extensions.repairedRTPStreamID }
 }
 
 /// What the answer does with one offered m= section, in offer order.

@@ -2,7 +2,8 @@ import ChorusCore
 
 /// The media half of the offer check: Opus on the audio section (RFC 7587), VP8 or H.264
 /// packetization-mode 1 on each video section (RFC 7741, RFC 6184) with its RTX (RFC 4588),
-/// the header extensions Chorus uses (RFC 8285) and the streams the offerer announced.
+/// the header extensions Chorus uses (RFC 8285), the streams the offerer announced, and the
+/// camera's simulcast (`OfferAnalysis+Simulcast.swift`).
 extension OfferAnalysis {
     static func negotiateMedia(offer: SessionDescription, plans: [SectionPlan]) throws(SDPOfferError)
         -> (AudioSection, CameraSection?, [VideoSection])
@@ -18,8 +19,18 @@ extension OfferAnalysis {
             case .audio:
                 audio = try negotiateAudio(section, mLineIndex: plan.mLineIndex, mid: mid, direction: direction)
             case .camera, .cameraAndSlot, .slot:
-                let video = try negotiateVideo(section, mLineIndex: plan.mLineIndex, mid: mid, direction: direction)
-                if plan.role != .slot { camera = cameraSection(video, section) }
+                var video = try negotiateVideo(section, mLineIndex: plan.mLineIndex, mid: mid, direction: direction)
+                if plan.role != .slot {
+                    let layers = try negotiateSimulcast(section, video: video)
+                    if !layers.isEmpty {
+                        // The RID extensions are answered on this section only, and only with
+                        // simulcast; a sendrecv section's slot answer is the same section.
+                        video.extensions = HeaderExtensions(
+                            offered: section.extensionMaps,
+                            supported: HeaderExtensions.videoURIs + HeaderExtensions.simulcastURIs)
+                    }
+                    camera = cameraSection(video, section, simulcastLayers: layers)
+                }
                 if plan.role != .camera { slots.append(video) }
             case .rejected:
                 continue
@@ -96,14 +107,15 @@ extension OfferAnalysis {
 
     /// The camera's announced streams: the FID group (media + RTX) when present, else the
     /// first `a=ssrc`; with simulcast RIDs and no `a=ssrc`, the SSRCs are learned from packets.
-    static func cameraSection(_ video: VideoSection, _ section: MediaDescription) -> CameraSection {
+    static func cameraSection(_ video: VideoSection, _ section: MediaDescription,
+                              simulcastLayers: [SimulcastLayer]) -> CameraSection {
         let groups = section.ssrcGroups
         let ssrcs = section.ssrcs
         let fid = groups.first { $0.semantics == SSRCGroup.flowIdentification && $0.ssrcs.count >= 2 }
         let primary = fid?.ssrcs.first ?? ssrcs.first
         let rtx = fid.flatMap { $0.ssrcs.count >= 2 ? $0.ssrcs[1] : nil }
         return CameraSection(video: video, ssrcs: ssrcs, ssrcGroups: groups, primarySSRC: primary, rtxSSRC: rtx,
-                             rids: section.rids, simulcast: section.simulcast)
+                             rids: section.rids, simulcast: section.simulcast, simulcastLayers: simulcastLayers)
     }
 }
 

@@ -1,9 +1,14 @@
+import ChorusCore
+
 /// The `a=rid:<rid-id> <send|recv> [<restrictions>]` attribute (RFC 8851 §4): names one RTP
 /// stream (a simulcast encoding) of an m= section, optionally restricting its payload types
-/// (`pt=`) and resolution. Chrome sends `a=rid:h send`, `a=rid:m send`, `a=rid:l send`.
+/// (`pt=`) and resolution. Browsers write one `a=rid:<id> send` per `sendEncodings` entry, in
+/// that order, with no restrictions (`a=rid:h send`, `a=rid:m send`, `a=rid:l send`).
 ///
-/// Chorus parses RIDs so simulcast offers are understood; it does not negotiate simulcast yet,
-/// so the answer leaves them out and the browser falls back to one encoding.
+/// The RIDs that the camera's `a=simulcast:send` names become its simulcast layers
+/// (`CameraSection.simulcastLayers`); the answer mirrors each as `a=rid:<id> recv`, without
+/// restrictions. Of the restrictions only `pt=` is checked (`payloadTypes`); the others
+/// (resolution, frame rate, bitrate) are the sender's business and are ignored.
 public struct RID: Sendable, Hashable {
     /// Whether the author sends (`send`) or wants to receive (`recv`) the named stream.
     public enum Direction: String, Sendable, Hashable {
@@ -36,6 +41,20 @@ public struct RID: Sendable, Hashable {
     public var value: String {
         let head = id + " " + direction.rawValue
         return restrictions.map { head + " " + $0 } ?? head
+    }
+
+    /// The `pt=` restriction (RFC 8851 §5, `rid-fmt-list`: `pt=96,97`): the payload types the
+    /// stream may use; nil when the stream is not restricted by payload type. Formats that are
+    /// not payload types are left out, so a list of only those restricts to nothing.
+    public var payloadTypes: [PayloadType]? {
+        guard let restrictions else { return nil }
+        for parameter in SDPSyntax.split(restrictions, at: UInt8(ascii: ";")) {
+            guard let (key, list) = SDPSyntax.splitOnce(parameter, at: UInt8(ascii: "=")),
+                  SDPSyntax.trimmed(key) == "pt"
+            else { continue }
+            return SDPSyntax.split(list, at: UInt8(ascii: ",")).compactMap { SDPSyntax.payloadType(SDPSyntax.trimmed($0)) }
+        }
+        return nil
     }
 
     /// RFC 8851 rid-id: 1*255 of ALPHA / DIGIT / "-" / "_".

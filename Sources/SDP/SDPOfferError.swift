@@ -1,5 +1,8 @@
+import ChorusCore
+
 /// Why an SDP offer was refused. Thrown by `SessionDescription(parsing:)` (`tooLarge`,
-/// `malformed`) and by `OfferAnalysis(offer:videoSlots:)` (the shape rules).
+/// `malformed`) and by `OfferAnalysis(offer:videoSlots:)` (the shape rules, and the simulcast
+/// rules of the camera section).
 ///
 /// `code` is the stable machine-readable name the REST API returns; `message` is a sentence
 /// for people. Codes never change once published; messages may.
@@ -40,6 +43,16 @@ public enum SDPOfferError: Error, Sendable, Hashable, CustomStringConvertible {
     case unsupportedFingerprint(hashFunctions: [String])
     /// `a=setup:holdconn`: no DTLS role the server could take.
     case unsupportedSetup(Setup)
+    /// The camera's `a=simulcast:send` lists more simulcast streams than Chorus receives.
+    case tooManySimulcastStreams(mid: String, offered: Int, allowed: Int)
+    /// The camera's `a=simulcast:send` names a RID that no `a=rid:<id> send` line of the
+    /// section defines (RFC 8853 §5.1).
+    case unknownSimulcastRID(mid: String, rid: String)
+    /// The camera's `a=simulcast` names one RID more than once (RFC 8853 §5.1).
+    case duplicateSimulcastRID(mid: String, rid: String)
+    /// An `a=rid` of a simulcast stream restricts it (`pt=`, RFC 8851 §5) to payload types
+    /// that leave out the codec the answer chose for the section.
+    case ridExcludesCodec(mid: String, rid: String, payloadType: PayloadType)
 
     /// Stable machine-readable name, e.g. `noOpus`.
     public var code: String {
@@ -62,6 +75,10 @@ public enum SDPOfferError: Error, Sendable, Hashable, CustomStringConvertible {
         case .noFingerprint: return "noFingerprint"
         case .unsupportedFingerprint: return "unsupportedFingerprint"
         case .unsupportedSetup: return "unsupportedSetup"
+        case .tooManySimulcastStreams: return "tooManySimulcastStreams"
+        case .unknownSimulcastRID: return "unknownSimulcastRID"
+        case .duplicateSimulcastRID: return "duplicateSimulcastRID"
+        case .ridExcludesCodec: return "ridExcludesCodec"
         }
     }
 
@@ -93,6 +110,15 @@ public enum SDPOfferError: Error, Sendable, Hashable, CustomStringConvertible {
         case .unsupportedFingerprint(let functions):
             return "no a=fingerprint uses sha-1/224/256/384/512 (offered: \(functions.joined(separator: ", ")))"
         case .unsupportedSetup(let setup): return "a=setup:\(setup.rawValue) leaves no DTLS role for the server"
+        case .tooManySimulcastStreams(let mid, let offered, let allowed):
+            return "a=simulcast on video m-line \(mid) sends \(offered) streams; at most \(allowed) are received"
+        case .unknownSimulcastRID(let mid, let rid):
+            return "a=simulcast on video m-line \(mid) names RID \(rid), which has no a=rid:\(rid) send line"
+        case .duplicateSimulcastRID(let mid, let rid):
+            return "a=simulcast on video m-line \(mid) names RID \(rid) more than once"
+        case .ridExcludesCodec(let mid, let rid, let payloadType):
+            return "a=rid:\(rid) on video m-line \(mid) restricts its payload types (pt=) to a list without "
+                + "\(payloadType.rawValue), the codec the answer chose"
         }
     }
 

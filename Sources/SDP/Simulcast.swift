@@ -2,8 +2,10 @@
 /// which RIDs form simulcast streams, per direction. `;` separates streams, `,` separates
 /// alternative formats of one stream, and `~` marks a stream that starts paused.
 ///
-/// Parsed so that simulcast offers are understood; Chorus does not forward simulcast yet. The
-/// pre-RFC form `send rid=h;m;l` that older browsers wrote is accepted as well.
+/// Parsed from offers, where the camera's `send` list gives the order of its simulcast layers
+/// (`CameraSection.simulcastLayers`, RFC 8853 §5.2: the order of the `a=rid` lines carries no
+/// meaning), and written in answers as the mirrored `recv` list. The pre-RFC form
+/// `send rid=h;m;l` that older browsers wrote is accepted as well.
 public struct Simulcast: Sendable, Hashable {
     /// One RID reference inside a simulcast stream list.
     public struct Alternative: Sendable, Hashable {

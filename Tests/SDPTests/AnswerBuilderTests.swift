@@ -65,9 +65,12 @@ import Testing
     }
 
     /// The answer echoes exactly the supported extensions, same IDs, mirrored directions.
-    /// The transport-wide sequence number only when transport-cc is negotiated.
+    /// The transport-wide sequence number only when transport-cc is negotiated; the RID
+    /// extensions only on a camera section that negotiated simulcast.
     func checkExtensionMaps(_ section: MediaDescription, offered: MediaDescription, analysis: OfferAnalysis) throws {
-        let supported = section.media == "audio" ? HeaderExtensions.audioURIs : HeaderExtensions.videoURIs
+        let simulcast = analysis.camera.map { $0.isSimulcast && $0.mid == section.mid } ?? false
+        let supported = section.media == "audio" ? HeaderExtensions.audioURIs
+            : HeaderExtensions.videoURIs + (simulcast ? HeaderExtensions.simulcastURIs : [])
         let expected = offered.extensionMaps.filter {
             supported.contains($0.uri)
                 && ($0.uri != ExtensionMap.URI.transportWideCC || $0.id == analysis.transportWideCCExtensionID)
@@ -113,6 +116,15 @@ import Testing
         for feedback in section.rtcpFeedback {
             #expect(feedback.payloadType == codec.payloadType)
             #expect(offered.contains(feedback.with(payloadType: nil)))
+        }
+        // The camera's simulcast layers mirrored as RIDs it receives, in the offer's order.
+        if let camera = analysis.camera, camera.mid == section.mid, camera.isSimulcast {
+            #expect(section.rids == camera.simulcastLayers.map { RID(id: $0.rid, direction: .recv) })
+            #expect(section.simulcast?.send == [])
+            #expect(section.simulcast?.receive.map { $0.map(\.rid) } == camera.simulcastLayers.map { [$0.rid] })
+        } else {
+            #expect(section.rids.isEmpty)
+            #expect(section.simulcast == nil)
         }
         let sent = section.ssrcAttributes.map(\.ssrc)
         if let slotIndex {

@@ -10,9 +10,11 @@ enum Fixture: String, CaseIterable, CustomStringConvertible, Sendable {
     case chromeAV = "chrome-av-2slots"
     case chromeAudioOnly = "chrome-audio-only"
     case chromeSimulcast = "chrome-simulcast"
+    case chromeSimulcastQHF = "chrome-simulcast-qhf"
     case chromeListener = "chrome-listener"
     case firefoxAV = "firefox-av-2slots"
     case firefoxAudioOnly = "firefox-audio-only"
+    case firefoxSimulcast = "firefox-simulcast"
     case aiortcAV = "aiortc-av-2slots"
     case aiortcAudioOnly = "aiortc-audio-only"
 

@@ -164,13 +164,16 @@ import Testing
             .noVideoCodec(mid: "1"), .unsupportedProtocol(mid: "0", proto: "RTP/AVP"), .noMid(mLineIndex: 1),
             .duplicateMid("1"), .noBundle(detail: "x"), .noRtcpMux(mid: "0"), .noIceCredentials,
             .invalidIceCredentials, .noFingerprint, .unsupportedFingerprint(hashFunctions: ["md5"]),
-            .unsupportedSetup(.holdconn),
+            .unsupportedSetup(.holdconn), .tooManySimulcastStreams(mid: "1", offered: 4, allowed: 3),
+            .unknownSimulcastRID(mid: "1", rid: "m"), .duplicateSimulcastRID(mid: "1", rid: "h"),
+            .ridExcludesCodec(mid: "1", rid: "h", payloadType: PayloadType(masking: 96)),
         ]
         #expect(errors.map(\.code) == [
             "tooLarge", "malformed", "noAudio", "multipleAudio", "noOpus", "multipleVideoSenders",
             "tooManyVideoSlots", "noVideoCodec", "unsupportedProtocol", "noMid", "duplicateMid", "noBundle",
             "noRtcpMux", "noIceCredentials", "invalidIceCredentials", "noFingerprint", "unsupportedFingerprint",
-            "unsupportedSetup",
+            "unsupportedSetup", "tooManySimulcastStreams", "unknownSimulcastRID", "duplicateSimulcastRID",
+            "ridExcludesCodec",
         ])
         #expect(errors.allSatisfy { !$0.message.isEmpty && $0.description.hasPrefix($0.code + ": ") })
     }
