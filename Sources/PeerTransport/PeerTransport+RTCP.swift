@@ -136,6 +136,11 @@ extension PeerTransport {
         return bandwidth?.probeRequest(at: now)
     }
 
+    /// Asks the estimator to probe for `bitrate` (before a slot resumes or moves up).
+    public func requestProbe(bitrate: Int, now: MediaTime) {
+        bandwidth?.requestProbe(bitrate: bitrate, at: now)
+    }
+
     /// The send-side estimate of the path toward the peer, bit/s, once transport-cc feedback came.
     public var estimatedBitrate: Int? { bandwidthEstimate?.targetBitrate }
 

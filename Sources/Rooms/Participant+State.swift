@@ -65,7 +65,28 @@ final class Participant {
             callId: callId, userId: userId, displayName: displayName, state: state, endCause: endCause,
             joinedAt: joinedAt, establishedAt: establishedAt, audioMuted: audioMuted, videoPaused: videoPaused,
             counters: transport.counters, audioStatistics: audio.statistics, videoStatistics: video.statistics.fields,
-            pinned: video.pinned, srtpProfile: srtpProfile, downlink: downlink)
+            pinned: video.pinned, srtpProfile: srtpProfile, downlink: downlink, slots: slotViews,
+            publishedLayers: publishedLayers)
+    }
+
+    /// Its camera's layers for the API, measured at the time of the last packet.
+    var publishedLayers: [PublishedLayerView] {
+        guard let publisher = video.publisher else { return [] }
+        return publisher.layers.enumerated().map { index, layer in
+            let rids = publisher.simulcast?.rids ?? []
+            let bitrate = layer.lastPacketAt.map { layer.bitrate.bitsPerSecond(now: $0) } ?? 0
+            return PublishedLayerView(rid: rids.indices.contains(index) ? rids[index] : nil,
+                                      bitrate: Int(clamping: bitrate), height: layer.height)
+        }
+    }
+
+    /// Its slots for the API; the rooms' core fills in each publisher's RIDs.
+    var slotViews: [SlotView] {
+        video.slots.map { slot in
+            SlotView(mid: slot.mid, publisherCallId: slot.assigned?.rawValue,
+                     layer: slot.assigned == nil ? nil : slot.targetLayer, rid: slot.targetRID,
+                     paused: slot.pausedForBandwidth ? "bandwidth" : nil)
+        }
     }
 
     /// The transport's estimate when transport-cc runs, else the participant's last REMB.

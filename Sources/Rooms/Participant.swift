@@ -42,6 +42,29 @@ public struct ParticipantSnapshot: Sendable, Equatable {
     public let srtpProfile: String?
     /// What the server knows of the path toward the participant, nil before it knows anything.
     public let downlink: DownlinkEstimate?
+    /// Its video slots: who each shows, which layer, and whether it is paused for bandwidth.
+    public let slots: [SlotView]
+    /// The layers its camera sends (one without simulcast), as they arrive.
+    public let publishedLayers: [PublishedLayerView]
+}
+
+/// One stream of a participant's camera as the API shows it: its RID (simulcast), the bit/s
+/// arriving over the last second, and the height of its last VP8 keyframe.
+public struct PublishedLayerView: Sendable, Equatable, Encodable {
+    public var rid: String?
+    public var bitrate: Int
+    public var height: Int?
+}
+
+/// One of a participant's video slots as the API shows it (the `video.slots` event's entry).
+public struct SlotView: Sendable, Equatable, Encodable {
+    public var mid: String
+    public var publisherCallId: String?
+    /// The publisher's layer the slot shows or moves to (its `a=simulcast` position; 0 without).
+    public var layer: Int?
+    public var rid: String?
+    /// `bandwidth` while the subscriber's downlink cannot carry even the lowest layer.
+    public var paused: String?
 }
 
 /// The bandwidth of the path from the server to a participant: the server's own send-side

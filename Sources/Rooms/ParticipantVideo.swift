@@ -15,6 +15,10 @@ struct ParticipantVideo {
     /// The last REMB this participant sent (bit/s): its own estimate of the path from the
     /// server, the downlink estimate of a client without transport-cc.
     var lastREMB: UInt64?
+    /// When its slots' layers were last chosen (`RoomCore+Layers`).
+    var layersAllocatedAt: MediaTime?
+    /// How much of its NACKs is answered (`RetransmissionLimiter`).
+    var retransmissions = RetransmissionLimiter()
 
     init(analysis: OfferAnalysis, slotStreams: [OutgoingStream]) {
         publisher = analysis.camera.flatMap(VideoPublisher.init)
@@ -24,18 +28,17 @@ struct ParticipantVideo {
     }
 }
 
-/// A participant's camera, as the forwarder sees it.
+/// A participant's camera, as the forwarder sees it: one stream, or up to three simulcast
+/// layers (RFC 8853), each with its own SSRC, RTX, cache, loss detector and keyframe throttle.
 struct VideoPublisher {
     let codec: VideoCodec
     let payloadType: UInt8
     let rtxPayloadType: UInt8?
     let clockRate: UInt32
-    /// The camera's SSRC: announced in the offer, or learnt from its first packet.
-    var ssrc: SSRC?
-    var rtxSSRC: SSRC?
-    var cache = PacketCache()
-    var loss = LossDetector()
-    var keyframes = KeyframeRequestThrottle()
+    /// The streams it sends: one, or one per simulcast layer (index = `a=simulcast` position).
+    var layers: [PublisherLayer]
+    /// SSRC → layer, learnt from the RID header extensions; nil without simulcast.
+    var simulcast: SimulcastStreams?
     var lastPacketAt: MediaTime?
     /// Reported paused because it stopped sending (`video.paused`, reason `inactive`).
     var inactive = false
@@ -49,27 +52,57 @@ struct VideoPublisher {
         payloadType = camera.codec.payloadType.rawValue
         rtxPayloadType = camera.codec.rtxPayloadType?.rawValue
         clockRate = camera.codec.clockRate
-        ssrc = camera.primarySSRC
-        rtxSSRC = camera.rtxSSRC
+        if camera.isSimulcast {
+            simulcast = SimulcastStreams(
+                rids: camera.simulcastLayers.map(\.rid),
+                rtpStreamIDExtension: camera.rtpStreamIDExtension.flatMap(UInt8.init(exactly:)),
+                repairedRTPStreamIDExtension: camera.repairedRTPStreamIDExtension.flatMap(UInt8.init(exactly:)))
+            layers = camera.simulcastLayers.map { _ in PublisherLayer() }
+        } else {
+            layers = [PublisherLayer(ssrc: camera.primarySSRC, rtxSSRC: camera.rtxSSRC)]
+        }
     }
 
     /// Sending, and seen recently enough to be shown.
-    var isShowable: Bool { ssrc != nil && lastPacketAt != nil && !inactive }
+    var isShowable: Bool { lastPacketAt != nil && !inactive && layers.contains { $0.ssrc != nil } }
 
-    /// The fields the per-packet path reads, without the cache and detectors.
+    /// The layer sending `ssrc`, if any.
+    func layer(of ssrc: SSRC) -> Int? { layers.firstIndex { $0.ssrc == ssrc } }
+
+    /// The fields the per-packet path reads, without the caches and detectors.
     struct Summary {
         let codec: VideoCodec
         let payloadType: UInt8
         let rtxPayloadType: UInt8?
         let clockRate: UInt32
-        let ssrc: SSRC?
         let inactive: Bool
         let isShowable: Bool
+        let isSimulcast: Bool
     }
 
     var summary: Summary {
         Summary(codec: codec, payloadType: payloadType, rtxPayloadType: rtxPayloadType, clockRate: clockRate,
-                ssrc: ssrc, inactive: inactive, isShowable: isShowable)
+                inactive: inactive, isShowable: isShowable, isSimulcast: simulcast != nil)
+    }
+}
+
+/// One stream a publisher sends: its SSRC (announced, learnt from the first packet, or from its
+/// RID), its RTX SSRC, what the NACK path needs, and its bitrate as it arrives.
+struct PublisherLayer {
+    var ssrc: SSRC?
+    var rtxSSRC: SSRC?
+    var cache = PacketCache()
+    var loss = LossDetector()
+    var keyframes = KeyframeRequestThrottle()
+    var lastPacketAt: MediaTime?
+    var bitrate = BitrateWindow()
+    /// The picture height of its last VP8 keyframe: how layers are ranked (a publisher's
+    /// layer order follows its offer, and bitrates cross while its encoder ramps up).
+    var height: Int?
+
+    init(ssrc: SSRC? = nil, rtxSSRC: SSRC? = nil) {
+        self.ssrc = ssrc
+        self.rtxSSRC = rtxSSRC
     }
 }
 
@@ -85,6 +118,16 @@ struct VideoSlot {
     var publisher: CallID?
     /// The publisher assigned next: forwarding switches on its keyframe.
     var pending: CallID?
+    /// The publisher's layer forwarded now, and the one to switch to on its next keyframe
+    /// (also the layer a pending publisher starts with).
+    var layer = 0
+    var targetLayer = 0
+    /// When layers move (`LayerSwitchPolicy`), and whether the subscriber's downlink left
+    /// this slot nothing (forwarding stops; `video.slots` says `bandwidth`).
+    var layerPolicy = LayerSwitchPolicy()
+    var pausedForBandwidth = false
+    /// The RID of `targetLayer` with simulcast, kept for the API (set when the layer is chosen).
+    var targetRID: String?
 
     init?(section: VideoSection, stream: OutgoingStream) {
         guard let codec = VideoCodec(section.codec.name) else { return nil }
@@ -118,6 +161,11 @@ struct VideoStatistics {
     var nacksSent: UInt64 = 0
     var retransmissions: UInt64 = 0
     var slotSwitches: UInt64 = 0
+    /// Moves between a publisher's simulcast layers (or to and from a bandwidth pause).
+    var layerSwitches: UInt64 = 0
+    /// RTX packets from this publisher whose original had already arrived (its own bandwidth
+    /// probes): dropped, not forwarded.
+    var redundantRepairs: UInt64 = 0
     /// RTX padding packets sent to probe the path toward this subscriber.
     var probePacketsSent: UInt64 = 0
 
@@ -130,6 +178,7 @@ struct VideoStatistics {
             "nacksReceived": Int(clamping: nacksReceived), "nacksAnswered": Int(clamping: nacksAnswered),
             "nacksSent": Int(clamping: nacksSent), "retransmissions": Int(clamping: retransmissions),
             "slotSwitches": Int(clamping: slotSwitches), "probePacketsSent": Int(clamping: probePacketsSent),
+            "layerSwitches": Int(clamping: layerSwitches), "redundantRepairs": Int(clamping: redundantRepairs),
         ]
     }
 }

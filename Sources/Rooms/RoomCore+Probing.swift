@@ -20,6 +20,11 @@ extension RoomCore {
     static let probePaddingBytes = 255
     /// A probe's packets per burst at most, whatever its rate.
     static let maximumProbePacketsPerBurst = 64
+    /// A probe's bytes per burst at least: more than the burst a token-bucket link (a shaped
+    /// access line, a cable modem) lets through at line rate, so that the bursts' arrivals are
+    /// spread by the link's rate and not only by the bucket (measured: with ~1 KB bursts a
+    /// 300 kbit/s tbf link with a 4 KB bucket was probed at 0.5–1.8 Mbit/s, every time).
+    static let minimumProbeBurstBytes = 6_000
 
     /// One subscriber's probe under way: its cluster, and the burst still to send.
     struct ProbeInFlight {
@@ -62,7 +67,8 @@ extension RoomCore {
         else { return }
         let tickBytes = cluster.targetBitrate / 8 * RoomCore.tickMilliseconds / 1_000
         let packetBytes = RTPHeader.fixedLength + Self.probePaddingBytes
-        let packets = min(max((tickBytes / 2 + packetBytes - 1) / packetBytes, (cluster.minimumPackets + 1) / 2),
+        let burstBytes = max(tickBytes / 2, Self.minimumProbeBurstBytes)
+        let packets = min(max((burstBytes + packetBytes - 1) / packetBytes, (cluster.minimumPackets + 1) / 2),
                           Self.maximumProbePacketsPerBurst)
         let timestamp = participant.video.slots[index].rewriter.lastTimestamp
         for _ in 0..<packets {

@@ -63,8 +63,11 @@ extension RoomCore {
             participants[subscriber]?.video.slots[index].pending = nil  // back to the one it shows
             return
         }
+        let layer = initialLayer(of: publisher, for: subscriber, now: now)
         participants[subscriber]?.video.slots[index].pending = publisher
-        requestKeyframe(from: publisher, now: now)
+        participants[subscriber]?.video.slots[index].targetLayer = layer
+        participants[subscriber]?.video.slots[index].targetRID = rid(of: publisher, layer: layer)
+        requestKeyframe(from: publisher, layer: layer, now: now)
     }
 
     /// `video.slots`: the subscriber's whole slot list, one entry per slot in m-line order.
@@ -76,9 +79,14 @@ extension RoomCore {
             if let publisher = slot.assigned {
                 entry["publisherCallId"] = .string(publisher.rawValue)
                 if let user = participants[publisher]?.userId { entry["publisherUserId"] = .string(user.rawValue) }
+                // The layer it shows or moves to: its RID with simulcast, else 0.
+                entry["layer"] = .int(slot.targetLayer)
+                if let rid = rid(of: publisher, layer: slot.targetLayer) { entry["rid"] = .string(rid) }
             } else {
                 entry["publisherCallId"] = .null
             }
+            // Nothing is forwarded while the subscriber's downlink cannot carry even the lowest layer.
+            if slot.pausedForBandwidth { entry["paused"] = .string("bandwidth") }
             return .object(entry)
         })
         emit("video.slots", fields)
@@ -114,9 +122,13 @@ extension RoomCore {
         var slotsChanged = false
         for callId in joinOrder {
             guard let publisher = participants[callId]?.video.publisher else { continue }
-            if participants[callId]?.video.publisher?.keyframes.poll(now: now) == true { sendPLI(to: callId) }
-            let lost = participants[callId]?.video.publisher?.loss.due(now: now) ?? []
-            if !lost.isEmpty { sendNACK(lost, to: callId) }
+            for layer in publisher.layers.indices {
+                if participants[callId]?.video.publisher?.layers[layer].keyframes.poll(now: now) == true {
+                    sendPLI(to: callId, layer: layer)
+                }
+                let lost = participants[callId]?.video.publisher?.layers[layer].loss.due(now: now) ?? []
+                if !lost.isEmpty { sendNACK(lost, to: callId, layer: layer) }
+            }
             if !publisher.inactive, let last = publisher.lastPacketAt,
                now.nanoseconds(since: last) >= Self.videoInactivityNanoseconds {
                 participants[callId]?.video.publisher?.inactive = true
@@ -128,30 +140,41 @@ extension RoomCore {
             passEstimate(to: callId, now: now)
         }
         if slotsChanged { reassignSlots(now: now) }
+        allocateLayers(now: now)
         sendProbes(now: now)
     }
 
-    /// Asks again each publisher some slot is switching to, once its last request is a second old.
-    /// The scan over the slot index runs once a second, not every tick: the repeat interval is
-    /// a second anyway.
+    /// Asks again for each layer some slot is switching to (a new publisher, or another layer of
+    /// the same one), once its last request is a second old. The scan over the slot index runs
+    /// once a second, not every tick: the repeat interval is a second anyway.
     private func repeatKeyframeRequestsForWaitingSlots(now: MediaTime) {
         if let last = lastKeyframeRepeatScan, now.nanoseconds(since: last) < Self.keyframeRepeatNanoseconds { return }
         lastKeyframeRepeatScan = now
         for (publisher, viewers) in slotViewers {
-            let waited = viewers.contains { viewer in
+            var awaited = Set<Int>()
+            for viewer in viewers {
                 guard let slots = participants[viewer.subscriber]?.video.slots, slots.indices.contains(viewer.slot)
-                else { return false }
-                return slots[viewer.slot].pending == publisher
+                else { continue }
+                let slot = slots[viewer.slot]
+                guard !slot.pausedForBandwidth else { continue }
+                if slot.pending == publisher || (slot.publisher == publisher && slot.layer != slot.targetLayer) {
+                    awaited.insert(slot.targetLayer)
+                }
             }
-            guard waited, let last = participants[publisher]?.video.publisher?.keyframes.lastSent,
-                  now.nanoseconds(since: last) >= Self.keyframeRepeatNanoseconds
-            else { continue }
-            requestKeyframe(from: publisher, now: now)
+            for layer in awaited {
+                guard let layers = participants[publisher]?.video.publisher?.layers, layers.indices.contains(layer),
+                      let last = layers[layer].keyframes.lastSent,
+                      now.nanoseconds(since: last) >= Self.keyframeRepeatNanoseconds
+                else { continue }
+                requestKeyframe(from: publisher, layer: layer, now: now)
+            }
         }
     }
 
-    private func sendNACK(_ lost: [UInt16], to publisher: CallID) {
-        guard let participant = participants[publisher], let media = participant.video.publisher?.ssrc else { return }
+    private func sendNACK(_ lost: [UInt16], to publisher: CallID, layer: Int) {
+        guard let participant = participants[publisher], let layers = participant.video.publisher?.layers,
+              layers.indices.contains(layer), let media = layers[layer].ssrc
+        else { return }
         let sender = participant.transport.configuration.rtcpSSRC
         guard let compound = Self.feedbackCompound(sender: sender, { out throws(RTCPSerializationError) in
             try GenericNACK(senderSSRC: sender, mediaSSRC: media, lostSequenceNumbers: lost).serialize(into: &out)
@@ -164,7 +187,11 @@ extension RoomCore {
     /// Once a second: the lowest fresh estimate of the publisher's subscribers, bounded, as a
     /// REMB, so the publisher's encoder fits the weakest subscriber.
     private func passEstimate(to publisher: CallID, now: MediaTime) {
-        guard let state = participants[publisher]?.video.publisher, let media = state.ssrc else { return }
+        // A simulcast publisher sends its layers as its own uplink allows, and each subscriber
+        // gets the layer its link carries: no subscriber's link lowers what the others see.
+        guard let state = participants[publisher]?.video.publisher, state.simulcast == nil,
+              let media = state.layers.first?.ssrc
+        else { return }
         if let last = state.lastEstimateSentAt, now.nanoseconds(since: last) < 1_000_000_000 { return }
         let fresh = state.estimates.values.filter { now.nanoseconds(since: $0.at) < 5_000_000_000 }.map(\.bitrate)
         guard let lowest = fresh.min(), let participant = participants[publisher] else { return }

@@ -9,6 +9,14 @@
 /// slots rather than starving all of them; then, again in priority order, each slot moves up to
 /// the best layer the rest of the budget and its requested height allow.
 public enum LayerAllocator {
+    /// A layer above the slot's current one must fit with this much to spare.
+    public static let upgradeHeadroom = 1.2
+    /// A slot that already forwards a layer keeps its lowest one while the budget covers this
+    /// share of it: an estimate saw-tooths ~15 % below a link's rate after every back-off
+    /// (GCC's 0.85 decrease), and a pause costs a freeze and a keyframe to undo, so the lowest
+    /// layer is given up only on a clear shortfall (the hysteresis of the pause).
+    public static let keepLowestFraction = 0.75
+
     /// One layer a publisher sends, as measured arriving: bit/s and picture height (0 when not
     /// known yet, which no height cap excludes).
     public struct Layer: Sendable, Equatable {
@@ -28,11 +36,16 @@ public enum LayerAllocator {
         public var layers: [Layer]
         public var maximumHeight: Int?
         public var priority: Int
+        /// The layer (index into `layers`) the slot forwards now, if any: going above it needs
+        /// `upgradeHeadroom` more than the layer's bitrate, so that an estimate at the edge of a
+        /// layer does not flap the slot between two.
+        public var current: Int?
 
-        public init(layers: [Layer], maximumHeight: Int? = nil, priority: Int) {
+        public init(layers: [Layer], maximumHeight: Int? = nil, priority: Int, current: Int? = nil) {
             self.layers = layers
             self.maximumHeight = maximumHeight
             self.priority = priority
+            self.current = current
         }
 
         /// The highest layer the height cap allows; the lowest always qualifies, since a cap
@@ -52,9 +65,12 @@ public enum LayerAllocator {
         var chosen = [Int?](repeating: nil, count: demands.count)
         let order = demands.indices.sorted { (demands[$0].priority, $0) < (demands[$1].priority, $1) }
         for index in order {
-            guard let lowest = demands[index].layers.first, lowest.bitrate <= remaining else { continue }
+            guard let lowest = demands[index].layers.first else { continue }
+            let kept = demands[index].current != nil
+            let need = kept ? Int(Double(lowest.bitrate) * keepLowestFraction) : lowest.bitrate
+            guard need <= remaining else { continue }
             chosen[index] = 0
-            remaining -= lowest.bitrate
+            remaining -= min(lowest.bitrate, remaining)
         }
         for index in order {
             guard let current = chosen[index] else { continue }
@@ -63,7 +79,9 @@ public enum LayerAllocator {
             var best = current
             if top > current {
                 for candidate in (current + 1)...top {
-                    guard layers[candidate].bitrate - layers[current].bitrate <= remaining else { break }
+                    let above = demands[index].current.map { candidate > $0 } ?? false
+                    let cost = Double(layers[candidate].bitrate) * (above ? upgradeHeadroom : 1)
+                    guard Int(cost) - layers[current].bitrate <= remaining else { break }
                     best = candidate
                 }
             }

@@ -13,6 +13,10 @@ import ChorusCore
 public struct LayerSwitchPolicy: Sendable, Equatable {
     public static let holdNanoseconds: UInt64 = 2_000_000_000
     public static let upgradeQuietNanoseconds: UInt64 = 8_000_000_000
+    /// Decisions in a row that nothing fits before a slot is paused: an estimate dips after
+    /// every back-off and a layer's bitrate peaks on keyframes, and a pause costs a keyframe to
+    /// undo, so one short budget is not enough (about 3 s at one allocation a second).
+    public static let shortfallsBeforePause = 3
 
     /// What the slot should do now.
     public enum Decision: Sendable, Equatable {
@@ -32,17 +36,23 @@ public struct LayerSwitchPolicy: Sendable, Equatable {
     public private(set) var lastDowngradeAt: MediaTime?
     /// Moves made, for the participant's counters.
     public private(set) var switches: UInt64 = 0
+    /// Decisions in a row where nothing fitted.
+    public private(set) var shortfalls = 0
 
     public init() {}
 
-    /// The decision for `allocated` (nil: nothing fits).
-    public mutating func decide(allocated: Int?, now: MediaTime) -> Decision {
+    /// The decision for `allocated` (nil: nothing fits). `rank` orders layers by quality (a
+    /// publisher's layer indices follow its offer, not its resolutions); by index by default.
+    public mutating func decide(allocated: Int?, now: MediaTime, rank: (Int) -> Int = { $0 }) -> Decision {
         guard let allocated else {
+            shortfalls += 1
+            guard shortfalls >= Self.shortfallsBeforePause || (current == nil && pending == nil) else { return .stay }
             pending = nil
             if current != nil { lastDowngradeAt = now }
             current = nil
             return .pause
         }
+        shortfalls = 0
         let reference = pending ?? current
         guard let reference else {
             // Paused for bandwidth: resume once the pause has lasted the hold time.
@@ -50,12 +60,12 @@ public struct LayerSwitchPolicy: Sendable, Equatable {
             pending = allocated
             return .move(to: allocated)
         }
-        if allocated < reference {
+        if allocated != reference && rank(allocated) < rank(reference) {
             pending = allocated == current ? nil : allocated
             lastDowngradeAt = now
             return allocated == current ? .stay : .move(to: allocated)
         }
-        guard allocated > reference, canMoveUp(now: now) else { return .stay }
+        guard allocated != reference, rank(allocated) > rank(reference), canMoveUp(now: now) else { return .stay }
         pending = allocated
         return .move(to: allocated)
     }

@@ -109,13 +109,13 @@ class Namespace:
 
     def shape(self, kbit: int | None) -> None:
         """Limits what reaches the namespace to `kbit` kbit/s (a token bucket on the host side's
-        egress: 4 KB of burst, packets dropped past 100 ms of queue, as a thin access link
+        egress: 4 KB of burst, packets dropped past 300 ms of queue, as a thin access link
         does), or lifts the limit (None). This kernel has no netem; tbf is there."""
         if kbit is None:
             subprocess.run(["tc", "qdisc", "del", "dev", self.veth, "root"], capture_output=True, timeout=20)
             return
         run("tc", "qdisc", "replace", "dev", self.veth, "root", "tbf", "rate", f"{kbit}kbit", "burst", "4kb",
-            "latency", "100ms")
+            "latency", "300ms")
 
     def move(self) -> str:
         """Gives the namespace a second address and kills every UDP path from the first (a

@@ -50,6 +50,31 @@ struct LayerSelectionTests {
         #expect(allocate(500_000, [single, empty]) == [nil, nil])
     }
 
+    @Test func goingAboveTheCurrentLayerNeedsHeadroom() {
+        // 150 k + 350 k more for 360p: exactly 500 k fits a new slot, not one already on 180p.
+        let fresh = LayerAllocator.Demand(layers: Self.simulcast, priority: 0)
+        #expect(allocate(500_000, [fresh]) == [1])
+        let onLowest = LayerAllocator.Demand(layers: Self.simulcast, priority: 0, current: 0)
+        #expect(allocate(500_000, [onLowest]) == [0])
+        #expect(allocate(600_000, [onLowest]) == [1])
+        // Staying on (or moving down to) a layer needs no headroom.
+        let onMiddle = LayerAllocator.Demand(layers: Self.simulcast, priority: 0, current: 1)
+        #expect(allocate(500_000, [onMiddle]) == [1])
+    }
+
+    @Test func aForwardedLowestLayerIsKeptThroughADipButNotAClearShortfall() {
+        // 150 k lowest layer: a slot forwarding it keeps it down to 75 % of that (an estimate's
+        // saw-tooth), a slot that forwards nothing needs all of it to start.
+        let forwarding = LayerAllocator.Demand(layers: Self.simulcast, priority: 0, current: 0)
+        let paused = LayerAllocator.Demand(layers: Self.simulcast, priority: 1)
+        #expect(allocate(120_000, [forwarding]) == [0])
+        #expect(allocate(110_000, [forwarding]) == [nil])
+        #expect(allocate(120_000, [paused]) == [nil])
+        #expect(allocate(150_000, [paused]) == [0])
+        // The discount is not budget: a kept layer leaves nothing for the next slot.
+        #expect(allocate(200_000, [forwarding, paused]) == [0, nil])
+    }
+
     static func at(_ seconds: Double) -> MediaTime { MediaTime(nanoseconds: UInt64(seconds * 1e9)) }
 
     @Test func downAtOnceUpOnlyAfterHoldingAndAQuietPeriod() {
@@ -73,10 +98,25 @@ struct LayerSelectionTests {
         var policy = LayerSwitchPolicy()
         _ = policy.decide(allocated: 1, now: Self.at(0))
         policy.switched(to: 1, now: Self.at(0.1))
-        #expect(policy.decide(allocated: nil, now: Self.at(1)) == .pause)
+        // One short budget, or two, is a dip: the slot keeps its layer.
+        #expect(policy.decide(allocated: nil, now: Self.at(1)) == .stay)
+        #expect(policy.decide(allocated: nil, now: Self.at(2)) == .stay)
+        #expect(policy.current == 1)
+        #expect(policy.decide(allocated: nil, now: Self.at(3)) == .pause)
         #expect(policy.current == nil)
-        #expect(policy.decide(allocated: 0, now: Self.at(2)) == .pause)
-        #expect(policy.decide(allocated: 0, now: Self.at(3.1)) == .move(to: 0))
+        #expect(policy.decide(allocated: 0, now: Self.at(4)) == .pause)
+        #expect(policy.decide(allocated: 0, now: Self.at(5.1)) == .move(to: 0))
+    }
+
+    @Test func aDipBetweenShortfallsStartsTheCountAgain() {
+        var policy = LayerSwitchPolicy()
+        _ = policy.decide(allocated: 0, now: Self.at(0))
+        policy.switched(to: 0, now: Self.at(0))
+        #expect(policy.decide(allocated: nil, now: Self.at(1)) == .stay)
+        #expect(policy.decide(allocated: nil, now: Self.at(2)) == .stay)
+        #expect(policy.decide(allocated: 0, now: Self.at(3)) == .stay)
+        #expect(policy.decide(allocated: nil, now: Self.at(4)) == .stay)
+        #expect(policy.current == 0)
     }
 
     @Test func aMoveDownWhileWaitingForAnUpgradeReplacesIt() {

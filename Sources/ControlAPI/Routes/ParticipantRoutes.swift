@@ -38,6 +38,8 @@ struct ParticipantResponse: Encodable {
     var video: [String: Int]
     var pinned: [String]
     var downlink: DownlinkEstimate?
+    var slots: [SlotView]
+    var publishedLayers: [PublishedLayerView]
     /// The answer to a re-offer sent with this PATCH (absent otherwise).
     var sdp: String?
 
@@ -56,6 +58,8 @@ struct ParticipantResponse: Encodable {
         video = snapshot.videoStatistics
         pinned = snapshot.pinned.map(\.rawValue)
         downlink = snapshot.downlink
+        slots = snapshot.slots
+        publishedLayers = snapshot.publishedLayers
     }
 }
 

@@ -1,0 +1,132 @@
+import ChorusCore
+import VideoForwarder
+
+/// Which layer of its publisher each slot forwards (issue 16, item 3). Once a second per
+/// subscriber, its downlink estimate (the server's own with transport-cc, else its REMB) minus
+/// the audio mix's share is split among its slots by `LayerAllocator` (the first slots first:
+/// pins and recent speakers come first in slot order), and each slot's `LayerSwitchPolicy`
+/// turns the choice into a move (on the target layer's keyframe, which is requested), a pause
+/// for bandwidth (`video.slots`, reason `bandwidth`), or nothing. A publisher with one stream
+/// has one layer: a subscriber whose link cannot carry it has the slot paused rather than
+/// lowering the publisher for everyone.
+extension RoomCore {
+    /// What the audio mix needs first: Opus at 32 kbit/s in 50 packets a second, each with
+    /// about 60 bytes of RTP, extensions, SRTP tag and UDP/IP (24 kbit/s).
+    static let audioReserveBitsPerSecond = 56_000
+    static let layerAllocationIntervalNanoseconds: UInt64 = 1_000_000_000
+    /// A layer whose last packet is older than this is not offered to subscribers.
+    static let layerSilenceNanoseconds: UInt64 = 1_000_000_000
+
+    /// The RID of a publisher's layer, with simulcast.
+    func rid(of publisher: CallID, layer: Int) -> String? {
+        guard let rids = participants[publisher]?.video.publisher?.simulcast?.rids, rids.indices.contains(layer)
+        else { return nil }
+        return rids[layer]
+    }
+
+    /// The bit/s a subscriber's video may use, nil while nothing is known of its link.
+    func videoBudget(of subscriber: Participant) -> Int? {
+        let downlink = subscriber.transport.estimatedBitrate ?? subscriber.video.lastREMB.map { Int(clamping: $0) }
+        return downlink.map { max($0 - Self.audioReserveBitsPerSecond, 0) }
+    }
+
+    /// The publisher's layers being received now, from the lowest quality to the highest: by
+    /// keyframe height (VP8), leaving out layers whose keyframe has not been seen yet (no slot
+    /// could switch to them, and a layer's bitrate says little while its encoder ramps up);
+    /// by bitrate when no height is known (H.264, or before any keyframe).
+    func rankedLayers(of publisher: CallID, now: MediaTime) -> [(layer: Int, bitrate: Int, height: Int?)] {
+        guard let layers = participants[publisher]?.video.publisher?.layers else { return [] }
+        let active = layers.indices.compactMap { index -> (layer: Int, bitrate: Int, height: Int?)? in
+            guard layers[index].ssrc != nil, let last = layers[index].lastPacketAt,
+                  now.nanoseconds(since: last) < Self.layerSilenceNanoseconds
+            else { return nil }
+            return (index, Int(clamping: layers[index].bitrate.bitsPerSecond(now: now)), layers[index].height)
+        }
+        let measured = active.filter { $0.height != nil }
+        if measured.isEmpty { return active.sorted { ($0.bitrate, $0.layer) < ($1.bitrate, $1.layer) } }
+        return measured.sorted { ($0.height ?? 0, $0.bitrate) < ($1.height ?? 0, $1.bitrate) }
+    }
+
+    /// The layer a slot starts with when it is given `publisher`: the best one that fits an
+    /// equal share of the subscriber's budget; the lowest while the budget is not known yet
+    /// (a new subscriber's link is proven before it is filled, as it would be by a browser).
+    func initialLayer(of publisher: CallID, for subscriber: CallID, now: MediaTime) -> Int {
+        let ranked = rankedLayers(of: publisher, now: now)
+        guard let lowest = ranked.first else { return 0 }
+        guard let viewer = participants[subscriber], let budget = videoBudget(of: viewer) else {
+            return lowest.layer
+        }
+        let share = budget / max(viewer.video.slots.count { $0.assigned != nil }, 1)
+        return ranked.last { $0.bitrate <= share }?.layer ?? lowest.layer
+    }
+
+    /// Once a second per subscriber with a known budget: chooses each slot's layer.
+    func allocateLayers(now: MediaTime) {
+        for subscriber in joinOrder {
+            guard let viewer = participants[subscriber], viewer.state == .established, !viewer.video.slots.isEmpty,
+                  let budget = videoBudget(of: viewer)
+            else { continue }
+            if let last = viewer.video.layersAllocatedAt, now.nanoseconds(since: last) < Self.layerAllocationIntervalNanoseconds {
+                continue
+            }
+            viewer.video.layersAllocatedAt = now
+            allocateLayers(of: viewer, budget: budget, now: now)
+        }
+    }
+
+    private func allocateLayers(of viewer: Participant, budget: Int, now: MediaTime) {
+        let slots = viewer.video.slots
+        let ranked = slots.map { slot in slot.assigned.map { rankedLayers(of: $0, now: now) } ?? [] }
+        let demands = ranked.enumerated().map { index, layers in
+            LayerAllocator.Demand(layers: layers.map { LayerAllocator.Layer(bitrate: $0.bitrate, height: $0.height ?? 0) },
+                                  priority: index,
+                                  current: layers.firstIndex { $0.layer == slots[index].layer && slots[index].assigned == slots[index].publisher })
+        }
+        let chosen = LayerAllocator.allocate(budget: budget, demands: demands)
+        var changed = false
+        for index in slots.indices {
+            guard let publisher = slots[index].assigned, !ranked[index].isEmpty else { continue }
+            let order = ranked[index].map(\.layer)
+            // A paused slot resumes on the lowest layer; going higher is an upgrade like any other.
+            let paused = viewer.video.slots[index].pausedForBandwidth
+            let allocated = chosen[index].map { paused ? order[0] : order[$0] }
+            let rank = { (layer: Int) in order.firstIndex(of: layer) ?? -1 }
+            switch viewer.video.slots[index].layerPolicy.decide(allocated: allocated, now: now, rank: rank) {
+            case .stay:
+                continue
+            case .move(let layer):
+                viewer.video.slots[index].targetLayer = layer
+                viewer.video.slots[index].targetRID = rid(of: publisher, layer: layer)
+                if viewer.video.slots[index].pausedForBandwidth {
+                    viewer.video.slots[index].pausedForBandwidth = false
+                    viewer.video.statistics.layerSwitches &+= 1
+                    changed = true
+                }
+                requestKeyframe(from: publisher, layer: layer, now: now)
+            case .pause:
+                guard !viewer.video.slots[index].pausedForBandwidth else { continue }
+                viewer.video.slots[index].pausedForBandwidth = true
+                // Resuming waits for a keyframe, whatever layer it resumes on.
+                viewer.video.slots[index].layer = -1
+                viewer.video.statistics.layerSwitches &+= 1
+                changed = true
+            }
+        }
+        if changed { emitSlots(of: viewer.callId) }
+        probeForPausedSlots(of: viewer, ranked: ranked, budget: budget, now: now)
+    }
+
+    /// A slot paused for bandwidth sends nothing, so the estimate cannot grow past what the
+    /// audio carries: ask for a probe at what the lowest paused layer needs, with headroom, and
+    /// the slot resumes once the probe shows the link carries it.
+    private func probeForPausedSlots(of viewer: Participant, ranked: [[(layer: Int, bitrate: Int, height: Int?)]],
+                                     budget: Int, now: MediaTime) {
+        let needs = viewer.video.slots.indices.compactMap { index -> Int? in
+            guard viewer.video.slots[index].pausedForBandwidth, let lowest = ranked[index].first else { return nil }
+            return lowest.bitrate
+        }
+        guard let need = needs.min() else { return }
+        let target = Double(budget + Self.audioReserveBitsPerSecond + need) * LayerAllocator.upgradeHeadroom
+        viewer.transport.requestProbe(bitrate: Int(target), now: now)
+    }
+}
