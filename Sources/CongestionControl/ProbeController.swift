@@ -99,10 +99,12 @@ struct ProbeController: Sendable {
     }
 
     /// Asks for one cluster at `bitrate` (capped at the maximum); ignored at or under the
-    /// estimate or while another probe is under way.
-    mutating func request(bitrate: Double, now: Int64) {
+    /// estimate or while another probe is under way. With `probeFurther`, a result above 70 %
+    /// of the cluster's rate starts the exponential series from there (a link that opened up
+    /// is found in a few round trips, not one periodic probe every few seconds).
+    mutating func request(bitrate: Double, probeFurther: Bool = false, now: Int64) {
         guard bitrate.isFinite, bitrate > estimate, !isProbing else { return }
-        initiate([bitrate], probeFurther: false, now: now)
+        initiate([bitrate], probeFurther: probeFurther, now: now)
     }
 
     private mutating func initiate(_ bitrates: [Double], probeFurther: Bool, now: Int64) {

@@ -109,9 +109,10 @@ public struct SendSideBandwidthEstimator: Sendable {
 
     /// Asks for a probe at `bitrate` (bit/s, capped at the maximum), e.g. before moving a
     /// subscriber up a layer; the cluster comes out of `probeRequest(at:)`. Ignored at or under
-    /// the current target or while another probe is under way.
-    public mutating func requestProbe(bitrate: Int, at now: MediaTime) {
-        probeController.request(bitrate: Double(bitrate), now: Self.microseconds(now))
+    /// the current target or while another probe is under way. `probeFurther`: a result near
+    /// the cluster's rate continues with exponential probing.
+    public mutating func requestProbe(bitrate: Int, probeFurther: Bool = false, at now: MediaTime) {
+        probeController.request(bitrate: Double(bitrate), probeFurther: probeFurther, now: Self.microseconds(now))
     }
 
     /// The current estimate: the target and, for diagnostics, how it came about.

@@ -137,8 +137,8 @@ extension PeerTransport {
     }
 
     /// Asks the estimator to probe for `bitrate` (before a slot resumes or moves up).
-    public func requestProbe(bitrate: Int, now: MediaTime) {
-        bandwidth?.requestProbe(bitrate: bitrate, at: now)
+    public func requestProbe(bitrate: Int, probeFurther: Bool = false, now: MediaTime) {
+        bandwidth?.requestProbe(bitrate: bitrate, probeFurther: probeFurther, at: now)
     }
 
     /// The send-side estimate of the path toward the peer, bit/s, once transport-cc feedback came.

@@ -19,6 +19,9 @@ struct ParticipantVideo {
     var layersAllocatedAt: MediaTime?
     /// How much of its NACKs is answered (`RetransmissionLimiter`).
     var retransmissions = RetransmissionLimiter()
+    /// The last probe asked for a slot paused for bandwidth, and the wait before the next one
+    /// (doubling while the link stays short: each probe overfills a thin link for a moment).
+    var pausedProbe: (at: MediaTime, backoffNanoseconds: UInt64)?
 
     init(analysis: OfferAnalysis, slotStreams: [OutgoingStream]) {
         publisher = analysis.camera.flatMap(VideoPublisher.init)

@@ -116,17 +116,30 @@ extension RoomCore {
         probeForPausedSlots(of: viewer, ranked: ranked, budget: budget, now: now)
     }
 
+    /// The first wait between probes for a paused slot, and the longest.
+    static let pausedProbeBackoffNanoseconds: ClosedRange<UInt64> = 2_000_000_000...8_000_000_000
+
     /// A slot paused for bandwidth sends nothing, so the estimate cannot grow past what the
     /// audio carries: ask for a probe at what the lowest paused layer needs, with headroom, and
-    /// the slot resumes once the probe shows the link carries it.
+    /// the slot resumes once the probe shows the link carries it (and a link that opened wide
+    /// is followed up exponentially, as at the start of a call). Each probe overfills a link
+    /// that is still thin for a moment (and the audio queues behind it), so the probes back off:
+    /// 2 s, 4 s, then 8 s apart while the slot stays paused.
     private func probeForPausedSlots(of viewer: Participant, ranked: [[(layer: Int, bitrate: Int, height: Int?)]],
                                      budget: Int, now: MediaTime) {
         let needs = viewer.video.slots.indices.compactMap { index -> Int? in
             guard viewer.video.slots[index].pausedForBandwidth, let lowest = ranked[index].first else { return nil }
             return lowest.bitrate
         }
-        guard let need = needs.min() else { return }
+        guard let need = needs.min() else {
+            viewer.video.pausedProbe = nil
+            return
+        }
+        let backoff = viewer.video.pausedProbe?.backoffNanoseconds ?? Self.pausedProbeBackoffNanoseconds.lowerBound
+        if let last = viewer.video.pausedProbe?.at, now.nanoseconds(since: last) < backoff { return }
+        viewer.video.pausedProbe = (now, viewer.video.pausedProbe == nil
+            ? backoff : min(backoff * 2, Self.pausedProbeBackoffNanoseconds.upperBound))
         let target = Double(budget + Self.audioReserveBitsPerSecond + need) * LayerAllocator.upgradeHeadroom
-        viewer.transport.requestProbe(bitrate: Int(target), now: now)
+        viewer.transport.requestProbe(bitrate: Int(target), probeFurther: true, now: now)
     }
 }

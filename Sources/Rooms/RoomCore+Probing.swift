@@ -23,8 +23,11 @@ extension RoomCore {
     /// A probe's bytes per burst at least: more than the burst a token-bucket link (a shaped
     /// access line, a cable modem) lets through at line rate, so that the bursts' arrivals are
     /// spread by the link's rate and not only by the bucket (measured: with ~1 KB bursts a
-    /// 300 kbit/s tbf link with a 4 KB bucket was probed at 0.5–1.8 Mbit/s, every time).
+    /// 300 kbit/s tbf link with a 4 KB bucket was probed at 0.5–1.8 Mbit/s, every time). But
+    /// never more than `probeBurstMaximumNanoseconds` at the probed rate: on a link thinner than
+    /// that a 6 KB burst queues for most of a second, and the mix's audio with it.
     static let minimumProbeBurstBytes = 6_000
+    static let probeBurstMaximumNanoseconds: UInt64 = 100_000_000
 
     /// One subscriber's probe under way: its cluster, and the burst still to send.
     struct ProbeInFlight {
@@ -67,7 +70,8 @@ extension RoomCore {
         else { return }
         let tickBytes = cluster.targetBitrate / 8 * RoomCore.tickMilliseconds / 1_000
         let packetBytes = RTPHeader.fixedLength + Self.probePaddingBytes
-        let burstBytes = max(tickBytes / 2, Self.minimumProbeBurstBytes)
+        let rateBound = Int(clamping: UInt64(max(cluster.targetBitrate, 0)) / 8 * Self.probeBurstMaximumNanoseconds / 1_000_000_000)
+        let burstBytes = max(tickBytes / 2, min(Self.minimumProbeBurstBytes, rateBound))
         let packets = min(max((burstBytes + packetBytes - 1) / packetBytes, (cluster.minimumPackets + 1) / 2),
                           Self.maximumProbePacketsPerBurst)
         let timestamp = participant.video.slots[index].rewriter.lastTimestamp

@@ -152,6 +152,16 @@ struct LossAndProbePartsTests {
         quiet.request(bitrate: 2_000_000, now: 0)
         #expect(quiet.poll(now: 0, hasRoom: true, lastDecrease: nil)?.targetBitrate == 2_000_000)
         #expect(quiet.state == .complete)
+        // Probing further from a request: a result over 70 % of the cluster doubles it, a
+        // result under it ends the series.
+        quiet.request(bitrate: 3_000_000, probeFurther: true, now: 0)
+        #expect(quiet.poll(now: 0, hasRoom: true, lastDecrease: nil)?.targetBitrate == 3_000_000)
+        quiet.onEstimate(2_800_000, hasRoom: true, now: 100_000)
+        #expect(quiet.poll(now: 100_000, hasRoom: true, lastDecrease: nil)?.targetBitrate == 5_600_000)
+        quiet.onEstimate(3_000_000, hasRoom: true, now: 200_000)
+        #expect(quiet.poll(now: 200_000, hasRoom: true, lastDecrease: nil) == nil)
+        #expect(quiet.poll(now: 1_300_000, hasRoom: true, lastDecrease: nil) == nil)
+        #expect(quiet.state == .complete)
     }
 
     /// Sequence numbers unwrap across 65535 → 0; a packet never sent or overwritten has no slot.

@@ -12,8 +12,10 @@ its fake camera in three simulcast layers (rid q at ÷4, h at ÷2, f full; 1280�
   does, h (capped at 500 kbit/s) often runs under 200 kbit/s and fits too; the test accepts
   either, and fails on f, on loss, or on a frozen picture.
 
-Then the shaping is lifted, and the thin viewer's slot must come back to f (measured: see the
-`print` of the run; the issue asks for 15 s).
+Then the link is thinned to 80 kbit/s, below the lowest layer: the thin viewer's slot must be
+paused for bandwidth within 20 s and its audio then arrive with < 1 % loss over 5 s. Then the
+shaping is lifted, and the thin viewer's slot must come back to f within 15 s (measured: see
+the `print` of the run).
 """
 
 from __future__ import annotations
@@ -146,7 +148,7 @@ def test_each_viewer_gets_the_layer_its_link_carries(netns_server: ChorusServer,
             frames.append(stats("thin")["video"]["framesDecoded"])
         after = {name: stats(name) for name in ("thin", "free", "publisher")}
         thin_rid = rid("thin")
-        assert thin_rid in ("q", "h") and rid("free") == "f", (participant("thin")["slots"], participant("free")["slots"])
+        assert thin_rid in ("q", "h") and rid("free") == "f", (participant("thin")["slots"], participant("free"))
         assert loss(before["thin"]["video"], after["thin"]["video"]) < 0.02, (before["thin"], after["thin"])
         assert loss(before["thin"]["audio"], after["thin"]["audio"]) < 0.01, (before["thin"], after["thin"])
         assert all(b > a for a, b in zip([before["thin"]["video"]["framesDecoded"]] + frames, frames)), frames
@@ -156,11 +158,31 @@ def test_each_viewer_gets_the_layer_its_link_carries(netns_server: ChorusServer,
         top_rate = (top.get("f", 0) - top_before.get("f", 0)) * 8 / 5
         assert top_rate > 300_000, f"the publisher's top layer sent {top_rate:.0f} bit/s"
 
+        # A link thinner than the lowest layer: the thin viewer's slot is paused for bandwidth,
+        # and the mix still reaches it whole.
+        namespace.shape(80)
+        thinned = time.monotonic()
+
+        def paused() -> bool:
+            slots = [slot for slot in participant("thin")["slots"] if slot.get("publisherCallId")]
+            return bool(slots) and slots[0].get("paused") == "bandwidth"
+
+        wait_for("the thin viewer's slot paused for bandwidth", paused, timeout=20,
+                 detail=lambda: f"thin {participant('thin')}")
+        pause_took = time.monotonic() - thinned
+        time.sleep(1)
+        before_pause = stats("thin")
+        time.sleep(5)
+        after_pause = stats("thin")
+        assert paused(), participant("thin")
+        assert loss(before_pause["audio"], after_pause["audio"]) < 0.01, (before_pause, after_pause)
+        assert after_pause["audio"]["packetsReceived"] - before_pause["audio"]["packetsReceived"] > 100, after_pause
+
         namespace.shape(None)
         lifted = time.monotonic()
-        wait_for("the thin viewer back on f", lambda: rid("thin") == "f", timeout=30,
+        wait_for("the thin viewer back on f", lambda: rid("thin") == "f", timeout=15,
                  detail=lambda: f"thin {participant('thin')}")
-        print(f"thin viewer on {thin_rid}, settled in {settled:.1f} s; back on the top layer {time.monotonic() - lifted:.1f} s after the link "
+        print(f"thin viewer on {thin_rid}, settled in {settled:.1f} s; paused {pause_took:.1f} s after 80 kbit/s; back on the top layer {time.monotonic() - lifted:.1f} s after the link "
               f"opened; thin {after['thin']}; publisher top layer {top_rate / 1000:.0f} kbit/s")
         for page in pages.values():
             page.evaluate("window.sim.close()")
