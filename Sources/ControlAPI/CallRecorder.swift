@@ -58,11 +58,14 @@ public final class CallRecorder: Service, Sendable {
             case "participant.ended":
                 let cause: String? = if case .string(let value)? = event.fields["endCause"] { value } else { nil }
                 // The transport's counters at the top level, the audio receive figures under
-                // "audio", the forwarder's counters under "video".
+                // "audio", the forwarder's counters under "video", the downlink and slots by name.
                 var merged: [String: EventField] = [:]
                 if case .object(let media)? = event.fields["media"] { merged = media }
                 if let audio = event.fields["audio"] { merged["audio"] = audio }
                 if let video = event.fields["video"] { merged["video"] = video }
+                // The downlink estimate over the call and each slot's last layer (issue 16).
+                if let downlink = event.fields["downlink"] { merged["downlink"] = downlink }
+                if let slots = event.fields["slots"] { merged["slots"] = slots }
                 let stats = Self.json(.object(merged))
                 try await database.modifyCall(callId: callId) { call in
                     call.state = "ended"

@@ -31,6 +31,8 @@ final class Participant {
     var probe: RoomCore.ProbeInFlight?
     /// When its downlink estimate last went to `/metrics`.
     var estimateSampledAt: MediaTime?
+    /// Its downlink estimate over the call, one sample a second, for the call record.
+    var estimateSummary = EstimateSummary()
 
     init(callId: CallID, userId: UserID, displayName: String?, joinedAt: Date, transport: PeerTransport,
          ufrag: String, audio: ParticipantAudio, video: ParticipantVideo, answer: AnswerSource) {
@@ -85,8 +87,35 @@ final class Participant {
         video.slots.map { slot in
             SlotView(mid: slot.mid, publisherCallId: slot.assigned?.rawValue,
                      layer: slot.assigned == nil ? nil : slot.targetLayer, rid: slot.targetRID,
-                     paused: slot.pausedForBandwidth ? "bandwidth" : nil)
+                     paused: slot.pausedForBandwidth ? "bandwidth" : nil, maxHeight: slot.maximumHeight)
         }
+    }
+
+    /// Its downlink over the call for the call record: the last estimate, its source and the
+    /// mean, lowest and highest of the once-a-second samples (nil if nothing was known).
+    var downlinkRecord: EventField? {
+        guard let last = downlink else { return nil }
+        var fields: [String: EventField] = ["bitrate": .int(last.bitrate), "source": .string(last.source)]
+        if let mean = estimateSummary.mean {
+            fields["meanBitrate"] = .int(mean)
+            fields["minimumBitrate"] = .int(estimateSummary.minimum)
+            fields["maximumBitrate"] = .int(estimateSummary.maximum)
+        }
+        if let rtt = last.roundTripTimeMilliseconds { fields["roundTripTimeMilliseconds"] = .int(rtt) }
+        return .object(fields)
+    }
+
+    /// Its slots as they ended, for the call record: who each showed, on which layer.
+    var slotsRecord: EventField {
+        .array(slotViews.map { view in
+            var entry: [String: EventField] = ["mid": .string(view.mid)]
+            if let publisher = view.publisherCallId { entry["publisherCallId"] = .string(publisher) }
+            if let layer = view.layer { entry["layer"] = .int(layer) }
+            if let rid = view.rid { entry["rid"] = .string(rid) }
+            if let paused = view.paused { entry["paused"] = .string(paused) }
+            if let cap = view.maxHeight { entry["maxHeight"] = .int(cap) }
+            return .object(entry)
+        })
     }
 
     /// The transport's estimate when transport-cc runs, else the participant's last REMB.

@@ -65,6 +65,41 @@ public struct SlotView: Sendable, Equatable, Encodable {
     public var rid: String?
     /// `bandwidth` while the subscriber's downlink cannot carry even the lowest layer.
     public var paused: String?
+    /// The tallest picture the subscriber asked for in this slot, if it asked.
+    public var maxHeight: Int?
+}
+
+/// The tallest picture a subscriber wants in one of its slots (`PATCH {"slots": [...]}`): the
+/// slot's mid, and the height in pixels (nil lifts the cap).
+public struct SlotHeight: Sendable, Equatable {
+    public var mid: String
+    public var maximumHeight: Int?
+
+    public init(mid: String, maximumHeight: Int?) {
+        self.mid = mid
+        self.maximumHeight = maximumHeight
+    }
+}
+
+/// A participant's downlink estimate over its call, from one sample a second: what the call
+/// record keeps (the participant GET shows the current estimate).
+public struct EstimateSummary: Sendable, Equatable {
+    public private(set) var samples = 0
+    public private(set) var minimum = Int.max
+    public private(set) var maximum = 0
+    private var sum = 0.0
+
+    public init() {}
+
+    public mutating func add(_ bitrate: Int) {
+        samples += 1
+        minimum = min(minimum, bitrate)
+        maximum = max(maximum, bitrate)
+        sum += Double(bitrate)
+    }
+
+    /// nil before the first sample.
+    public var mean: Int? { samples == 0 ? nil : Int(sum / Double(samples)) }
 }
 
 /// The bandwidth of the path from the server to a participant: the server's own send-side

@@ -131,6 +131,9 @@ struct VideoSlot {
     var pausedForBandwidth = false
     /// The RID of `targetLayer` with simulcast, kept for the API (set when the layer is chosen).
     var targetRID: String?
+    /// The tallest picture the subscriber wants in this slot (`PATCH {"slots": [...]}`, e.g.
+    /// its tile's height): layers above it are not forwarded. nil: no cap.
+    var maximumHeight: Int?
 
     init?(section: VideoSection, stream: OutgoingStream) {
         guard let codec = VideoCodec(section.codec.name) else { return nil }

@@ -99,11 +99,11 @@ extension Room {
     }
 
     /// Mutes/unmutes audio, pauses/resumes video, sets pinned publishers (see `RoomCore.update`).
-    public func update(_ callId: CallID, audioMuted: Bool?, videoPaused: Bool?, pinned: [CallID]? = nil)
-        -> ParticipantSnapshot?
+    public func update(_ callId: CallID, audioMuted: Bool?, videoPaused: Bool?, pinned: [CallID]? = nil,
+                       slotHeights: [SlotHeight]? = nil) -> ParticipantSnapshot?
     {
         let snapshot = core.update(callId, audioMuted: audioMuted, videoPaused: videoPaused, pinned: pinned,
-                                   now: clock.now(), into: &output)
+                                   slotHeights: slotHeights, now: clock.now(), into: &output)
         carryOut()
         return snapshot
     }

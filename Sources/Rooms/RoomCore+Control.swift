@@ -22,11 +22,24 @@ extension RoomCore {
     /// change. Pausing takes the publisher out of every slot at once; resuming puts it back
     /// (its keyframe is requested by the slot switch).
     public func update(_ callId: CallID, audioMuted: Bool?, videoPaused: Bool?, pinned: [CallID]? = nil,
-                       now time: MediaTime, into output: inout RoomOutput) -> ParticipantSnapshot?
+                       slotHeights: [SlotHeight]? = nil, now time: MediaTime, into output: inout RoomOutput)
+        -> ParticipantSnapshot?
     {
         step(at: time, &output) {
-            updateParticipant(callId, audioMuted: audioMuted, videoPaused: videoPaused, pinned: pinned)
+            if let slotHeights { setSlotHeights(slotHeights, for: callId) }
+            return updateParticipant(callId, audioMuted: audioMuted, videoPaused: videoPaused, pinned: pinned)
         }
+    }
+
+    /// Caps the picture height of some of a subscriber's slots (by mid; unknown mids are
+    /// ignored: the API has checked them); the layers are chosen again at the next tick.
+    private func setSlotHeights(_ heights: [SlotHeight], for subscriber: CallID) {
+        guard let participant = participants[subscriber] else { return }
+        for height in heights {
+            guard let index = participant.video.slots.firstIndex(where: { $0.mid == height.mid }) else { continue }
+            participant.video.slots[index].maximumHeight = height.maximumHeight
+        }
+        participant.video.layersAllocatedAt = nil
     }
 
     private func updateParticipant(_ callId: CallID, audioMuted: Bool?, videoPaused: Bool?, pinned: [CallID]?)

@@ -1,4 +1,5 @@
 import ChorusCore
+import Metrics
 import VideoForwarder
 
 /// Which layer of its publisher each slot forwards (issue 16, item 3). Once a second per
@@ -49,15 +50,17 @@ extension RoomCore {
 
     /// The layer a slot starts with when it is given `publisher`: the best one that fits an
     /// equal share of the subscriber's budget; the lowest while the budget is not known yet
-    /// (a new subscriber's link is proven before it is filled, as it would be by a browser).
-    func initialLayer(of publisher: CallID, for subscriber: CallID, now: MediaTime) -> Int {
+    /// (a new subscriber's link is proven before it is filled, as it would be by a browser);
+    /// never one taller than the slot's `maximumHeight`, unless it is the lowest.
+    func initialLayer(of publisher: CallID, for subscriber: CallID, slot: Int, now: MediaTime) -> Int {
         let ranked = rankedLayers(of: publisher, now: now)
         guard let lowest = ranked.first else { return 0 }
         guard let viewer = participants[subscriber], let budget = videoBudget(of: viewer) else {
             return lowest.layer
         }
         let share = budget / max(viewer.video.slots.count { $0.assigned != nil }, 1)
-        return ranked.last { $0.bitrate <= share }?.layer ?? lowest.layer
+        let cap = viewer.video.slots.indices.contains(slot) ? viewer.video.slots[slot].maximumHeight : nil
+        return ranked.last { $0.bitrate <= share && (cap == nil || ($0.height ?? 0) <= cap ?? 0) }?.layer ?? lowest.layer
     }
 
     /// Once a second per subscriber with a known budget: chooses each slot's layer.
@@ -79,7 +82,7 @@ extension RoomCore {
         let ranked = slots.map { slot in slot.assigned.map { rankedLayers(of: $0, now: now) } ?? [] }
         let demands = ranked.enumerated().map { index, layers in
             LayerAllocator.Demand(layers: layers.map { LayerAllocator.Layer(bitrate: $0.bitrate, height: $0.height ?? 0) },
-                                  priority: index,
+                                  maximumHeight: slots[index].maximumHeight, priority: index,
                                   current: layers.firstIndex { $0.layer == slots[index].layer && slots[index].assigned == slots[index].publisher })
         }
         let chosen = LayerAllocator.allocate(budget: budget, demands: demands)
@@ -91,7 +94,11 @@ extension RoomCore {
             let paused = viewer.video.slots[index].pausedForBandwidth
             let allocated = chosen[index].map { paused ? order[0] : order[$0] }
             let rank = { (layer: Int) in order.firstIndex(of: layer) ?? -1 }
-            switch viewer.video.slots[index].layerPolicy.decide(allocated: allocated, now: now, rank: rank) {
+            // Held at the slot's height cap rather than by the budget: a user's choice.
+            let capped = chosen[index] != nil && chosen[index] == demands[index].tallestAllowed
+                && demands[index].tallestAllowed < order.count - 1
+            switch viewer.video.slots[index].layerPolicy.decide(allocated: allocated, now: now,
+                                                                forcedByBandwidth: !capped, rank: rank) {
             case .stay:
                 continue
             case .move(let layer):
@@ -114,6 +121,16 @@ extension RoomCore {
         }
         if changed { emitSlots(of: viewer.callId) }
         probeForPausedSlots(of: viewer, ranked: ranked, budget: budget, now: now)
+    }
+
+    static let layerSwitchRates = Recorder(label: "chorus_video_layer_switches_per_minute", aggregate: true)
+
+    /// At a call's end, its layer switches per minute of known downlink (one sample per call
+    /// that received video for at least 10 s): `/metrics` shows how often layers move.
+    func recordLayerSwitches(of participant: Participant) {
+        let seconds = participant.estimateSummary.samples
+        guard !participant.video.slots.isEmpty, seconds >= 10 else { return }
+        Self.layerSwitchRates.record(Double(participant.video.statistics.layerSwitches) * 60 / Double(seconds))
     }
 
     /// The first wait between probes for a paused slot, and the longest.

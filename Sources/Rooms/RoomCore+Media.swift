@@ -132,12 +132,16 @@ extension RoomCore {
             logger.info("consent expired: no check or authenticated media within the timeout",
                         metadata: ["callId": "\(callId)", "userId": "\(participant.userId)"])
         }
-        emit("participant.ended", [
+        var ended: [String: EventField] = [
             "callId": .string(callId.rawValue), "userId": .string(participant.userId.rawValue),
             "endCause": .string(cause.rawValue), "established": .bool(participant.establishedAt != nil),
             "media": .object(counters.fields), "audio": .object(participant.audio.statistics.mapValues { .int($0) }),
             "video": .object(participant.video.statistics.fields.mapValues { .int($0) }),
-        ])
+        ]
+        if !participant.video.slots.isEmpty { ended["slots"] = participant.slotsRecord }
+        if let downlink = participant.downlinkRecord { ended["downlink"] = downlink }
+        recordLayerSwitches(of: participant)
+        emit("participant.ended", ended)
         // The leave is on the event stream; now the peer hears it too (BYE, close_notify),
         // unless its DTLS failed, in which case there is no one to tell.
         if cause != .failed { participant.transport.close(sources: participant.sentSources, now: now, transmits: &output.transmits) }

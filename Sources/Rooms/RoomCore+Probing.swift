@@ -57,6 +57,7 @@ extension RoomCore {
         guard let bitrate = participant.transport.estimatedBitrate else { return }
         if let last = participant.estimateSampledAt, now.nanoseconds(since: last) < 1_000_000_000 { return }
         participant.estimateSampledAt = now
+        participant.estimateSummary.add(bitrate)
         Self.estimates.record(bitrate)
     }
 

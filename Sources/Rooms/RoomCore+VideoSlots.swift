@@ -63,7 +63,7 @@ extension RoomCore {
             participants[subscriber]?.video.slots[index].pending = nil  // back to the one it shows
             return
         }
-        let layer = initialLayer(of: publisher, for: subscriber, now: now)
+        let layer = initialLayer(of: publisher, for: subscriber, slot: index, now: now)
         participants[subscriber]?.video.slots[index].pending = publisher
         participants[subscriber]?.video.slots[index].targetLayer = layer
         participants[subscriber]?.video.slots[index].targetRID = rid(of: publisher, layer: layer)

@@ -16,6 +16,12 @@ public enum LayerAllocator {
     /// (GCC's 0.85 decrease), and a pause costs a freeze and a keyframe to undo, so the lowest
     /// layer is given up only on a clear shortfall (the hysteresis of the pause).
     public static let keepLowestFraction = 0.75
+    /// Likewise for a higher layer a slot forwards: it is kept while the budget covers this
+    /// share of it. One delay-based back-off sets the estimate to 85 % of what was acknowledged,
+    /// below the layer that was being carried, so without this every overuse signal (one late
+    /// burst on a busy host is enough) dropped the top layer; a link that is really thinner backs
+    /// off again (to 72 %) and the layer goes.
+    public static let keepCurrentFraction = 0.8
 
     /// One layer a publisher sends, as measured arriving: bit/s and picture height (0 when not
     /// known yet, which no height cap excludes).
@@ -50,7 +56,7 @@ public enum LayerAllocator {
 
         /// The highest layer the height cap allows; the lowest always qualifies, since a cap
         /// below every layer still wants a picture (the client scales it down).
-        var tallestAllowed: Int {
+        public var tallestAllowed: Int {
             guard let cap = maximumHeight else { return layers.count - 1 }
             var best = 0
             for (index, layer) in layers.enumerated() where layer.height == 0 || layer.height <= cap { best = index }
@@ -79,15 +85,21 @@ public enum LayerAllocator {
             var best = current
             if top > current {
                 for candidate in (current + 1)...top {
-                    let above = demands[index].current.map { candidate > $0 } ?? false
-                    let cost = Double(layers[candidate].bitrate) * (above ? upgradeHeadroom : 1)
+                    let cost = Double(layers[candidate].bitrate) * costFactor(of: candidate, forwarding: demands[index].current)
                     guard Int(cost) - layers[current].bitrate <= remaining else { break }
                     best = candidate
                 }
             }
-            remaining -= layers[best].bitrate - layers[current].bitrate
+            remaining -= min(layers[best].bitrate - layers[current].bitrate, remaining)
             chosen[index] = best
         }
         return chosen
+    }
+
+    /// What a layer must fit, as a share of its bitrate, for a slot that forwards `forwarding`.
+    static func costFactor(of candidate: Int, forwarding: Int?) -> Double {
+        guard let forwarding else { return 1 }
+        if candidate > forwarding { return upgradeHeadroom }
+        return candidate == forwarding ? keepCurrentFraction : 1
     }
 }

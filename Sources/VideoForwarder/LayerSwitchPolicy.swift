@@ -43,7 +43,10 @@ public struct LayerSwitchPolicy: Sendable, Equatable {
 
     /// The decision for `allocated` (nil: nothing fits). `rank` orders layers by quality (a
     /// publisher's layer indices follow its offer, not its resolutions); by index by default.
-    public mutating func decide(allocated: Int?, now: MediaTime, rank: (Int) -> Int = { $0 }) -> Decision {
+    /// `forcedByBandwidth` false: the subscriber capped the slot's height, so a move down says
+    /// nothing of its link and does not hold back the next move up.
+    public mutating func decide(allocated: Int?, now: MediaTime, forcedByBandwidth: Bool = true,
+                                rank: (Int) -> Int = { $0 }) -> Decision {
         guard let allocated else {
             shortfalls += 1
             guard shortfalls >= Self.shortfallsBeforePause || (current == nil && pending == nil) else { return .stay }
@@ -62,7 +65,7 @@ public struct LayerSwitchPolicy: Sendable, Equatable {
         }
         if allocated != reference && rank(allocated) < rank(reference) {
             pending = allocated == current ? nil : allocated
-            lastDowngradeAt = now
+            if forcedByBandwidth { lastDowngradeAt = now }
             return allocated == current ? .stay : .move(to: allocated)
         }
         guard allocated != reference, rank(allocated) > rank(reference), canMoveUp(now: now) else { return .stay }

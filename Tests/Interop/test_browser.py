@@ -8,6 +8,7 @@ What is checked, by the server and by the pages:
 - audio flows both ways: the server receives each one's packets and sends each one the mix;
 - each page shows the other's camera in a slot (`window.chorus.slots`: playing, videoWidth > 0),
   under the other's user ID from the `video.slots` events;
+- each page publishes three simulcast layers and caps its slots at its tiles' heights;
 - after Leave, each page's statistics upload (pc.getStats()) is stored for its call;
 - after a kick, a page shows the call ended within 2 s, even one whose room events never arrive:
   the server's DTLS close_notify turns its DTLS transport `closed`, and the page follows that
@@ -98,6 +99,14 @@ def test_two_browser_tabs_hear_and_see_each_other(demo_server, chromium):
     for user, other in (USERS, USERS[::-1]):
         slot = wait_for(f"{user} sees {other}", lambda u=user, o=other: shows(pages[u], o), detail=state)
         assert slot["publisherCallId"] == calls[other], slot
+    # The page publishes its camera in three simulcast layers, and caps each slot at its tile's
+    # height (PATCH slots): the server knows both.
+    def layers_and_caps(call: str) -> bool:
+        view = participant(server, call)
+        return len(view["publishedLayers"]) == 3 and all(slot.get("maxHeight") for slot in view["slots"])
+    for user, call in calls.items():
+        wait_for(f"{user}'s three layers and capped slots", lambda c=call: layers_and_caps(c),
+                 detail=lambda c=call: participant(server, c))
     pages["alice"].screenshot(SCREENSHOT)
     assert SCREENSHOT.stat().st_size > 10_000  # a real picture, not a blank page
 

@@ -12,7 +12,8 @@ its fake camera in three simulcast layers (rid q at ÷4, h at ÷2, f full; 1280�
   does, h (capped at 500 kbit/s) often runs under 200 kbit/s and fits too; the test accepts
   either, and fails on f, on loss, or on a frozen picture.
 
-Then the link is thinned to 80 kbit/s, below the lowest layer: the thin viewer's slot must be
+Then the free viewer caps its slot at 360 rows (PATCH `slots`): it must move to h and back to f
+when the cap is lifted. Then the thin viewer's link is thinned to 80 kbit/s, below the lowest layer: the thin viewer's slot must be
 paused for bandwidth within 20 s and its audio then arrive with < 1 % loss over 5 s. Then the
 shaping is lifted, and the thin viewer's slot must come back to f within 15 s (measured: see
 the `print` of the run).
@@ -25,6 +26,7 @@ from pathlib import Path
 
 from browser_netns import launch, open_page, serve_page_folder
 from chromium import Chromium, wait_for
+from firefox import Firefox
 from conftest import ChorusServer
 from netns import Namespace
 
@@ -93,70 +95,152 @@ def loss(before: dict, after: dict) -> float:
     return lost / max(received + lost, 1)
 
 
-def test_each_viewer_gets_the_layer_its_link_carries(netns_server: ChorusServer, namespace: Namespace, tmp_path: Path):
-    server = netns_server
-    namespace.shape(300)
-    serve_page_folder(namespace, tmp_path / "www")
-    host = Chromium(tmp_path / "host-profile", tmp_path / "host-chromium.log")
-    thin = launch("chromium", namespace, tmp_path)
-    try:
-        pages = {"host": host.open(server.url("/healthz")), "thin": open_page(thin, namespace)}
-        for page in pages.values():
+class Session:
+    """Three calls in one room: `publisher` (Chromium or Firefox on the host, simulcast), `free`
+    (Chromium on the host) and `thin` (Chromium in the namespace, behind its shaped link)."""
+
+    def __init__(self, server: ChorusServer, namespace: Namespace, tmp_path: Path, publisher_kind: str):
+        self.server = server
+        self.browsers = []
+        serve_page_folder(namespace, tmp_path / "www")
+        host = Chromium(tmp_path / "host-profile", tmp_path / "host-chromium.log")
+        self.browsers.append(host)
+        thin = launch("chromium", namespace, tmp_path)
+        self.browsers.append(thin)
+        self.pages = {"host": host.open(server.url("/healthz")), "thin": open_page(thin, namespace)}
+        if publisher_kind == "firefox":
+            firefox = Firefox(tmp_path / "firefox-profile", tmp_path / "firefox.log")
+            self.browsers.append(firefox)
+            self.pages["publisher"] = firefox.open(server.url("/healthz"))
+        else:
+            self.pages["publisher"] = self.pages["host"]
+        for page in self.pages.values():
             assert page.evaluate(PAGE_SCRIPT) is True
-        calls = {}
-        for name, page, script in (("publisher", "host", "publish"), ("free", "host", "view"), ("thin", "thin", "view")):
-            offer = pages[page].evaluate(f"window.sim.{script}('{name}')")
+        self.calls: dict[str, tuple[str, str]] = {}
+        self.trace: list[dict] = []
+        for name, page, script in (("publisher", "publisher", "publish"), ("free", "host", "view"),
+                                   ("thin", "thin", "view")):
+            offer = self.pages[page].evaluate(f"window.sim.{script}('{name}')")
             reply = server.request("POST", f"/v1/rooms/{ROOM}/participants", json={"sdp": offer, "userId": name})
             assert reply.status_code == 201, reply.text
-            calls[name] = (reply.json()["callId"], page)
-            assert pages[page].evaluate(f"window.sim.answer('{name}', {reply.json()['sdp']!r})") is True
+            self.calls[name] = (reply.json()["callId"], page)
+            assert self.pages[page].evaluate(f"window.sim.answer('{name}', {reply.json()['sdp']!r})") is True
 
-        def participant(name: str) -> dict:
-            got = server.request("GET", f"/v1/rooms/{ROOM}/participants/{calls[name][0]}")
-            assert got.status_code == 200, got.text
-            return got.json()
+    def moment(self) -> dict:
+        """What the server shows now: the viewers' slots and estimates, the publisher's layers."""
+        views = {name: self.participant(name) for name in ("thin", "free", "publisher")}
+        return {"thin": (views["thin"]["slots"], (views["thin"].get("downlink") or {}).get("bitrate")),
+                "free": (views["free"]["slots"], (views["free"].get("downlink") or {}).get("bitrate")),
+                "layers": [(layer.get("rid"), layer["bitrate"], layer.get("height"))
+                           for layer in views["publisher"]["publishedLayers"]]}
 
-        def stats(name: str) -> dict:
-            return pages[calls[name][1]].evaluate(f"window.sim.stats('{name}')")
+    def close(self) -> None:
+        for browser in self.browsers:
+            browser.close()
 
-        def rid(name: str) -> str | None:
-            slots = [slot for slot in participant(name)["slots"] if slot.get("publisherCallId")]
-            return slots[0].get("rid") if slots and not slots[0].get("paused") else None
+    def participant(self, name: str) -> dict:
+        got = self.server.request("GET", f"/v1/rooms/{ROOM}/participants/{self.calls[name][0]}")
+        assert got.status_code == 200, got.text
+        return got.json()
 
+    def stats(self, name: str) -> dict:
+        return self.pages[self.calls[name][1]].evaluate(f"window.sim.stats('{name}')")
+
+    def rid(self, name: str) -> str | None:
+        slots = [slot for slot in self.participant(name)["slots"] if slot.get("publisherCallId")]
+        return slots[0].get("rid") if slots and not slots[0].get("paused") else None
+
+    def top_rid(self) -> str:
+        """The publisher's tallest layer, by the heights the server measured."""
+        layers = [layer for layer in self.participant("publisher")["publishedLayers"] if layer.get("height")]
+        return max(layers, key=lambda layer: layer["height"])["rid"] if layers else "f"
+
+    def settle_below_top(self) -> float:
+        """Waits until the thin viewer is below the top layer and the free viewer on it, with no
+        move of the thin viewer's slot for 3 s (the start is turbulent: the publisher's encoders
+        ramp up while the server's estimate of the thin link finds its level). Seconds taken."""
         started = time.monotonic()
-        # Settled: the thin viewer below the top layer and the free viewer on it, and no move of
-        # the thin viewer's slot for 3 s (the start is turbulent: the publisher's encoders ramp
-        # up while the server's estimate of the thin link finds its level).
         history: list[tuple[float, str | None, int]] = []
 
-        def settled_below_top() -> bool:
-            thin_view, free_view = participant("thin"), participant("free")
-            history.append((time.monotonic(), rid("thin"), thin_view["video"]["layerSwitches"]))
+        def settled() -> bool:
+            top = self.top_rid()
+            thin_view = self.participant("thin")
+            history.append((time.monotonic(), self.rid("thin"), thin_view["video"]["layerSwitches"]))
             recent = [entry for entry in history if entry[0] > history[-1][0] - 3]
-            return (history[-1][0] - history[0][0] >= 3 and rid("free") == "f"
-                    and all(entry[1] in ("q", "h") and entry[2] == recent[0][2] for entry in recent))
+            return (history[-1][0] - history[0][0] >= 3 and self.rid("free") == top
+                    and all(entry[1] not in (None, top) and entry[2] == recent[0][2] for entry in recent))
 
-        wait_for("the thin viewer settled below the top layer, the free viewer on f", settled_below_top,
-                 timeout=30, detail=lambda: f"thin history {history[-20:]}\nthin {participant('thin')}\n"
-                                           f"free {participant('free')['slots']}")
-        settled = time.monotonic() - started
-        # Five seconds on those layers: the thin link carries them, and nobody paid for it.
-        before = {name: stats(name) for name in ("thin", "free", "publisher")}
-        frames = []
+        wait_for("the thin viewer settled below the top layer, the free viewer on it", settled, timeout=30,
+                 detail=lambda: f"thin history {history[-20:]}\nthin {self.participant('thin')}\n"
+                                f"free {self.participant('free')['slots']}\n"
+                                f"publisher {self.participant('publisher')['publishedLayers']}")
+        return time.monotonic() - started
+
+    def check_window(self, minimum_top_rate: int) -> tuple[str, dict, float]:
+        """Five seconds on those layers: the thin link carries its layer, and nobody paid for it.
+        Returns the thin viewer's RID, its stats and the publisher's top-layer bit/s."""
+        top = self.top_rid()
+        before = {name: self.stats(name) for name in ("thin", "free", "publisher")}
+        frames, free_rids = [], []
         for _ in range(5):
             time.sleep(1)
-            frames.append(stats("thin")["video"]["framesDecoded"])
-        after = {name: stats(name) for name in ("thin", "free", "publisher")}
-        thin_rid = rid("thin")
-        assert thin_rid in ("q", "h") and rid("free") == "f", (participant("thin")["slots"], participant("free"))
+            frames.append(self.stats("thin")["video"]["framesDecoded"])
+            free_rids.append(self.rid("free"))
+            self.trace.append(self.moment())
+        after = {name: self.stats(name) for name in ("thin", "free", "publisher")}
+        thin_rid = self.rid("thin")
+        assert thin_rid not in (None, top), self.trace
+        # The free viewer keeps the top layer. Its link is loopback, but on this 2-core machine
+        # three browsers and the server share the CPU, and a late-scheduled receiver looks like a
+        # queue to a delay-based estimator: a second below the top is tolerated, not more.
+        assert free_rids.count(top) >= 4, (free_rids, self.trace)
         assert loss(before["thin"]["video"], after["thin"]["video"]) < 0.02, (before["thin"], after["thin"])
         assert loss(before["thin"]["audio"], after["thin"]["audio"]) < 0.01, (before["thin"], after["thin"])
         assert all(b > a for a, b in zip([before["thin"]["video"]["framesDecoded"]] + frames, frames)), frames
         assert after["free"]["video"]["frameHeight"] > after["thin"]["video"]["frameHeight"] > 0, after
-        top = {o["rid"]: o["bytesSent"] for o in after["publisher"]["outbound"]}
-        top_before = {o["rid"]: o["bytesSent"] for o in before["publisher"]["outbound"]}
-        top_rate = (top.get("f", 0) - top_before.get("f", 0)) * 8 / 5
-        assert top_rate > 300_000, f"the publisher's top layer sent {top_rate:.0f} bit/s"
+        sent = {o["rid"]: o["bytesSent"] for o in after["publisher"]["outbound"]}
+        sent_before = {o["rid"]: o["bytesSent"] for o in before["publisher"]["outbound"]}
+        top_rate = (sent.get(top, 0) - sent_before.get(top, 0)) * 8 / 5
+        assert top_rate > minimum_top_rate, f"the publisher's top layer sent {top_rate:.0f} bit/s"
+        return thin_rid, after["thin"], top_rate
+
+    def back_on_top(self, namespace: Namespace) -> float:
+        """Lifts the shaping; the thin viewer must be back on the top layer within 15 s."""
+        namespace.shape(None)
+        lifted = time.monotonic()
+        wait_for("the thin viewer back on the top layer", lambda: self.rid("thin") == self.top_rid(), timeout=15,
+                 detail=lambda: f"thin {self.participant('thin')}")
+        return time.monotonic() - lifted
+
+
+def test_each_viewer_gets_the_layer_its_link_carries(netns_server: ChorusServer, namespace: Namespace, tmp_path: Path):
+    server = netns_server
+    namespace.shape(300)
+    session = Session(server, namespace, tmp_path, "chromium")
+    try:
+        participant, stats, rid, calls = session.participant, session.stats, session.rid, session.calls
+        settled = session.settle_below_top()
+        thin_rid, thin_stats, top_rate = session.check_window(minimum_top_rate=300_000)
+        # The free viewer shrinks its tile: capped at 360 rows, its slot moves to h (640×360),
+        # and back to f when the cap is lifted. Bad caps are refused, naming the problem.
+        free_mid = next(slot["mid"] for slot in participant("free")["slots"] if slot.get("publisherCallId"))
+        path = f"/v1/rooms/{ROOM}/participants/{calls['free'][0]}"
+        for body, code in (({"slots": [{"mid": "nope", "maxHeight": 360}]}, "unknownSlot"),
+                           ({"slots": [{"mid": free_mid, "maxHeight": 0}]}, "invalidMaxHeight"),
+                           ({"slots": [{"mid": free_mid, "maxHeight": 360}, {"mid": free_mid}]}, "duplicateSlot")):
+            refused = server.request("PATCH", path, json=body)
+            assert refused.status_code == 422 and refused.json()["error"]["code"] == code, refused.text
+        capped = server.request("PATCH", path, json={"slots": [{"mid": free_mid, "maxHeight": 360}]})
+        assert capped.status_code == 200, capped.text
+        assert [slot.get("maxHeight") for slot in capped.json()["slots"] if slot["mid"] == free_mid] == [360]
+        wait_for("the free viewer on h under its 360-row cap", lambda: rid("free") == "h", timeout=10,
+                 detail=lambda: f"free {participant('free')['slots']}")
+        wait_for("the free viewer's picture 360 rows tall", lambda: stats("free")["video"]["frameHeight"] == 360,
+                 timeout=10, detail=lambda: f"free {stats('free')}")
+        lifted_cap = server.request("PATCH", path, json={"slots": [{"mid": free_mid, "maxHeight": None}]})
+        assert lifted_cap.status_code == 200, lifted_cap.text
+        wait_for("the free viewer back on f once its cap is lifted", lambda: rid("free") == "f", timeout=10,
+                 detail=lambda: f"free {participant('free')['slots']}")
 
         # A link thinner than the lowest layer: the thin viewer's slot is paused for bandwidth,
         # and the mix still reaches it whole.
@@ -178,14 +262,41 @@ def test_each_viewer_gets_the_layer_its_link_carries(netns_server: ChorusServer,
         assert loss(before_pause["audio"], after_pause["audio"]) < 0.01, (before_pause, after_pause)
         assert after_pause["audio"]["packetsReceived"] - before_pause["audio"]["packetsReceived"] > 100, after_pause
 
-        namespace.shape(None)
-        lifted = time.monotonic()
-        wait_for("the thin viewer back on f", lambda: rid("thin") == "f", timeout=15,
-                 detail=lambda: f"thin {participant('thin')}")
-        print(f"thin viewer on {thin_rid}, settled in {settled:.1f} s; paused {pause_took:.1f} s after 80 kbit/s; back on the top layer {time.monotonic() - lifted:.1f} s after the link "
-              f"opened; thin {after['thin']}; publisher top layer {top_rate / 1000:.0f} kbit/s")
-        for page in pages.values():
-            page.evaluate("window.sim.close()")
+        back = session.back_on_top(namespace)
+        print(f"thin viewer on {thin_rid}, settled in {settled:.1f} s; paused {pause_took:.1f} s after 80 kbit/s; back on the top layer {back:.1f} s after the link "
+              f"opened; thin {thin_stats}; publisher top layer {top_rate / 1000:.0f} kbit/s")
+        # The call record keeps the downlink over the call, the slots' last layers and the
+        # switches (the leave is by DELETE, so the record is written at once).
+        assert server.request("DELETE", f"/v1/rooms/{ROOM}/participants/{calls['thin'][0]}").status_code == 204
+
+        def thin_record() -> dict | None:
+            record = server.request("GET", f"/v1/calls/{calls['thin'][0]}").json()
+            return record if record.get("state") == "ended" else None
+
+        wait_for("the thin viewer's call record", thin_record, timeout=10)
+        stats_record = thin_record()["serverStatistics"]
+        assert stats_record["downlink"]["source"] == "transportCC", stats_record
+        downlink = stats_record["downlink"]
+        assert downlink["minimumBitrate"] < 300_000 < downlink["maximumBitrate"], downlink
+        assert stats_record["video"]["layerSwitches"] >= 3, stats_record["video"]
+        assert [slot.get("rid") for slot in stats_record["slots"] if slot.get("publisherCallId")] == ["f"], stats_record
     finally:
-        host.close()
-        thin.close()
+        session.close()
+
+
+def test_firefox_simulcast_is_forwarded_the_same_way(netns_server: ChorusServer, namespace: Namespace,
+                                                     tmp_path: Path):
+    """Firefox ESR publishes the same three encodings (its offer lists them in another order,
+    and it sends the RID extension on every packet): the thin viewer gets a lower layer, the
+    free viewer the top one, and the thin viewer is back on top once its link opens."""
+    namespace.shape(300)
+    session = Session(netns_server, namespace, tmp_path, "firefox")
+    try:
+        settled = session.settle_below_top()
+        thin_rid, thin_stats, top_rate = session.check_window(minimum_top_rate=100_000)
+        back = session.back_on_top(namespace)
+        print(f"Firefox publisher: thin viewer on {thin_rid}, settled in {settled:.1f} s; back on the top layer "
+              f"{back:.1f} s after the link opened; thin {thin_stats}; publisher top layer {top_rate / 1000:.0f} kbit/s; "
+              f"layers {session.participant('publisher')['publishedLayers']}")
+    finally:
+        session.close()

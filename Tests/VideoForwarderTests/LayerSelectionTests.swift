@@ -75,6 +75,16 @@ struct LayerSelectionTests {
         #expect(allocate(200_000, [forwarding, paused]) == [0, nil])
     }
 
+    @Test func aForwardedHigherLayerSurvivesOneBackOffButNotTwo() {
+        // On 720p (1.5 M) with 180p below: one GCC back-off to 85 % keeps it, 72 % does not.
+        let onTop = LayerAllocator.Demand(layers: Self.simulcast, priority: 0, current: 2)
+        #expect(allocate(1_275_000, [onTop]) == [2])
+        #expect(allocate(1_080_000, [onTop]) == [1])
+        // Without the slot forwarding it, 85 % is not enough to start on it.
+        let fresh = LayerAllocator.Demand(layers: Self.simulcast, priority: 0)
+        #expect(allocate(1_275_000, [fresh]) == [1])
+    }
+
     static func at(_ seconds: Double) -> MediaTime { MediaTime(nanoseconds: UInt64(seconds * 1e9)) }
 
     @Test func downAtOnceUpOnlyAfterHoldingAndAQuietPeriod() {
@@ -92,6 +102,18 @@ struct LayerSelectionTests {
         #expect(policy.decide(allocated: 2, now: Self.at(9)) == .stay)
         policy.switched(to: 2, now: Self.at(9.1))
         #expect(policy.current == 2 && policy.pending == nil && policy.switches == 3)
+    }
+
+    @Test func aMoveDownToAHeightCapDoesNotHoldBackTheMoveUp() {
+        var policy = LayerSwitchPolicy()
+        #expect(policy.decide(allocated: 2, now: Self.at(0)) == .move(to: 2))
+        policy.switched(to: 2, now: Self.at(0.1))
+        #expect(policy.decide(allocated: 1, now: Self.at(3), forcedByBandwidth: false) == .move(to: 1))
+        policy.switched(to: 1, now: Self.at(3.1))
+        // The cap is lifted: up after the 2 s hold, not the 8 s of a bandwidth downgrade.
+        #expect(policy.decide(allocated: 2, now: Self.at(4)) == .stay)
+        #expect(policy.decide(allocated: 2, now: Self.at(5.2)) == .move(to: 2))
+        #expect(policy.lastDowngradeAt == nil)
     }
 
     @Test func aPausedSlotResumesAfterTheHoldTime() {

@@ -22,6 +22,11 @@ extension ControlAPI {
             throw APIError.badRequest("missingBody", "this request needs a JSON body")
         }
         let pinned = try patch.pinnedCalls()
+        var slotHeights: [SlotHeight]?
+        if patch.slots != nil {
+            guard let snapshot = await room.participant(callId) else { throw APIError.participantNotFound }
+            slotHeights = try patch.slotHeights(mids: snapshot.slots.map(\.mid))
+        }
         var answer: String?
         if let offer = patch.sdp {
             guard offer.utf8.count <= Self.maxOfferBytes else { throw APIError.payloadTooLarge(limit: Self.maxOfferBytes) }
@@ -32,7 +37,7 @@ extension ControlAPI {
             }
         }
         guard let snapshot = await room.update(
-            callId, audioMuted: patch.audioMuted, videoPaused: patch.videoPaused, pinned: pinned)
+            callId, audioMuted: patch.audioMuted, videoPaused: patch.videoPaused, pinned: pinned, slotHeights: slotHeights)
         else { throw APIError.participantNotFound }
         var body = ParticipantResponse(snapshot)
         body.sdp = answer

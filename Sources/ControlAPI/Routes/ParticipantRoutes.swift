@@ -70,8 +70,38 @@ struct ParticipantPatch: Decodable {
     var pinned: [String]?
     /// A re-offer (JSEP): new ICE credentials in it restart ICE.
     var sdp: String?
+    /// The tallest picture wanted in some video slots, by mid (e.g. each tile's height).
+    var slots: [SlotPatch]?
+
+    /// One slot's cap: `maxHeight` in pixels, or null to lift it.
+    struct SlotPatch: Decodable {
+        var mid: String
+        var maxHeight: Int?
+    }
 
     static let maximumPinned = 25
+    static let maximumHeight = 4_320
+
+    /// The slot caps, validated against the participant's slots: 422 naming an unknown or
+    /// repeated mid or a height outside 1…4320.
+    func slotHeights(mids: [String]) throws(APIError) -> [SlotHeight]? {
+        guard let slots else { return nil }
+        var seen: Set<String> = []
+        var heights: [SlotHeight] = []
+        for slot in slots {
+            guard mids.contains(slot.mid) else {
+                throw APIError(.unprocessableContent, "unknownSlot", "this participant has no video slot with mid \(slot.mid.prefix(64))")
+            }
+            guard seen.insert(slot.mid).inserted else {
+                throw APIError(.unprocessableContent, "duplicateSlot", "slot \(slot.mid) is named twice")
+            }
+            if let height = slot.maxHeight, !(1...Self.maximumHeight).contains(height) {
+                throw APIError(.unprocessableContent, "invalidMaxHeight", "maxHeight must be 1…\(Self.maximumHeight) pixels, or null")
+            }
+            heights.append(SlotHeight(mid: slot.mid, maximumHeight: slot.maxHeight))
+        }
+        return heights
+    }
 
     /// The pinned call IDs, validated: 400 naming a malformed ID, 422 for too many.
     func pinnedCalls() throws(APIError) -> [CallID]? {

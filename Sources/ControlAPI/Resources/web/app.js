@@ -121,6 +121,18 @@ async function openCamera() {
   return stream;
 }
 
+/** The camera's simulcast encodings, lowest first (the server orders layers by keyframe height,
+ *  not by this order): 640×360 in quarter, half and full size. */
+const SIMULCAST = [
+  { rid: 'q', scaleResolutionDownBy: 4, maxBitrate: 100_000 },
+  { rid: 'h', scaleResolutionDownBy: 2, maxBitrate: 300_000 },
+  { rid: 'f', maxBitrate: 900_000 },
+];
+
+/** The heights a tile's cap is rounded up to, so that resizing a window sends a few PATCHes, not
+ *  one per pixel. */
+const TILE_HEIGHTS = [90, 180, 270, 360, 540, 720, 1080, 1440, 2160, 4320];
+
 /** One connection: audio both ways, the camera up, SLOT_COUNT video slots down. */
 function makePeerConnection(stream) {
   // No ICE servers: Chorus is ICE-lite with a public address, so host candidates are enough.
@@ -128,7 +140,9 @@ function makePeerConnection(stream) {
   const [audio] = stream.getAudioTracks();
   const [video] = stream.getVideoTracks();
   pc.addTransceiver(audio, { direction: 'sendrecv', streams: [stream] });
-  pc.addTransceiver(video, { direction: 'sendonly', streams: [stream] });
+  // Simulcast (RFC 8853): three encodings of the camera, so that the server can send each
+  // viewer the one its link and its tile fit, without lowering the picture for the others.
+  pc.addTransceiver(video, { direction: 'sendonly', streams: [stream], sendEncodings: SIMULCAST });
   for (let i = 0; i < SLOT_COUNT; i++) pc.addTransceiver('video', { direction: 'recvonly' });
   pc.ontrack = (event) => attachTrack(event);
   pc.onconnectionstatechange = () => onConnectionState(pc.connectionState);
@@ -219,7 +233,7 @@ function buildSlotTiles(pc) {
     $('tiles').appendChild(tile);
     call.slotTiles.set(transceiver.mid, tile);
     chorus.slots.push({ mid: transceiver.mid, publisherCallId: null, publisherUserId: null,
-                        playing: false, videoWidth: 0 });
+                        playing: false, videoWidth: 0, videoHeight: 0, maxHeight: null });
   }
   call.slotTimer = setInterval(refreshSlotState, 500);
 }
@@ -253,8 +267,37 @@ function refreshSlotState() {
     const video = call.slotTiles.get(slot.mid)?.querySelector('video');
     if (!video) continue;
     slot.videoWidth = video.videoWidth;
+    slot.videoHeight = video.videoHeight;
     slot.playing = Boolean(slot.publisherCallId) && !video.paused && video.readyState >= 2 && video.videoWidth > 0;
   }
+  capSlotsToTiles();
+}
+
+/** Tells the server how tall each tile is on screen (device pixels, rounded up to a step), so
+ *  that a small tile is not sent a 720p layer it would scale down: `PATCH {slots: [...]}` with
+ *  the tiles whose step changed. */
+function capSlotsToTiles() {
+  if (!call?.token || !chorus.callId || call.capping) return;
+  const changed = [];
+  for (const slot of chorus.slots) {
+    const video = call.slotTiles.get(slot.mid)?.querySelector('video');
+    if (!video || video.clientHeight === 0) continue;
+    const pixels = Math.ceil(video.clientHeight * (window.devicePixelRatio || 1));
+    const step = TILE_HEIGHTS.find((height) => height >= pixels) ?? TILE_HEIGHTS[TILE_HEIGHTS.length - 1];
+    if (step !== slot.maxHeight) changed.push({ mid: slot.mid, maxHeight: step });
+  }
+  if (changed.length === 0) return;
+  call.capping = true;
+  const current = call;
+  api(participantPath(), { method: 'PATCH', body: { slots: changed }, token: current.token })
+    .then(() => {
+      for (const entry of changed) {
+        const slot = chorus.slots.find((s) => s.mid === entry.mid);
+        if (slot) slot.maxHeight = entry.maxHeight;
+      }
+    })
+    .catch(() => {}) // the next sample tries again; a call that ended has no slots to cap
+    .finally(() => { current.capping = false; });
 }
 
 // -- events -------------------------------------------------------------------------------------
