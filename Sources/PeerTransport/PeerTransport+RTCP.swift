@@ -64,6 +64,7 @@ extension PeerTransport {
     {
         guard let srtp, let destination else { return false }
         var protected = stampTransportWideSequence(packet, now: now, probeClusterID: probeClusterID)
+        stampAbsoluteSendTime(&protected, now: now)
         guard (try? srtp.protectRTP(&protected)) != nil else {
             counters.sendFailures &+= 1
             return false
@@ -110,6 +111,21 @@ extension PeerTransport {
         bandwidth?.onPacketSent(transportSequenceNumber: sequence, size: stamped.count + 10, at: now,
                                 probeClusterID: probeClusterID)
         return stamped
+    }
+
+    /// abs-send-time on a video packet for a client that estimates its downlink itself
+    /// (`absoluteSendTime`); its REMB then tells what the path carries.
+    func stampAbsoluteSendTime(_ packet: inout [UInt8], now: MediaTime) {
+        guard let stamp = configuration.absoluteSendTime, packet.count >= RTPHeader.fixedLength,
+              stamp.payloadTypes.contains(packet[1] & 0x7F), let header = try? RTPHeader(parsing: packet)
+        else { return }
+        let value = AbsoluteSendTime(nanoseconds: now.nanoseconds)
+        if RTPHeaderRewriter.setAbsoluteSendTime(value, extensionID: stamp.id, in: &packet, header: header) { return }
+        let data = [UInt8(truncatingIfNeeded: value.rawValue >> 16), UInt8(truncatingIfNeeded: value.rawValue >> 8),
+                    UInt8(truncatingIfNeeded: value.rawValue)]
+        if let stamped = RTPHeaderRewriter.addingExtension(id: stamp.id, data: data, to: packet, header: header) {
+            packet = stamped
+        }
     }
 
     /// Transport-cc feedback from the peer about what we sent it: the send-side estimator's input.

@@ -25,6 +25,9 @@ public struct PeerTransportConfiguration: Sendable {
     /// The ID of the transport-wide sequence number extension when transport-cc is negotiated:
     /// arrivals of packets carrying it are reported back (`TransportFeedbackRecorder`).
     public var transportWideSequenceExtensionID: UInt8?
+    /// abs-send-time for a client without transport-cc: its ID, and the payload types (the
+    /// video slots') whose packets get it, stamped as they leave.
+    public var absoluteSendTime: (id: UInt8, payloadTypes: Set<UInt8>)?
     /// The most the send-side estimator may estimate (and probe for), bit/s: what the peer
     /// could use (the mix and its video slots), so that probes never look for more.
     public var maximumSendBitrate = 2_700_000

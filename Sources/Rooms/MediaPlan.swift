@@ -67,6 +67,9 @@ public struct MediaPlan {
             localICE: localICE, remoteICE: remoteICE, dtlsRole: role, remoteFingerprints: fingerprints,
             rtcpSSRC: audio.ssrc, cname: cname, clockRates: Self.clockRates(analysis), ntpReference: ntpReference)
         transport.transportWideSequenceExtensionID = analysis.transportWideCCExtensionID.flatMap(UInt8.init(exactly:))
+        if let id = analysis.slotAbsoluteSendTimeExtensionID.flatMap(UInt8.init(exactly:)) {
+            transport.absoluteSendTime = (id, analysis.slotPayloadTypes)
+        }
         // The mix, and each slot's top layer (720p at browsers' 2.5 Mbit/s).
         transport.maximumSendBitrate = 200_000 + 2_500_000 * analysis.slots.count
         self.transport = transport

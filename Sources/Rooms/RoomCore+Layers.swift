@@ -86,13 +86,17 @@ extension RoomCore {
                                   current: layers.firstIndex { $0.layer == slots[index].layer && slots[index].assigned == slots[index].publisher })
         }
         let chosen = LayerAllocator.allocate(budget: budget, demands: demands)
+        // A REMB is the client's estimate of what it receives, so it cannot grow past what it is
+        // sent (aiortc's settled at 126–147 kbit/s on loopback with the 150 kbit/s layer): a
+        // paused slot would never come back. Such a subscriber keeps at least the lowest layer.
+        let neverPause = viewer.transport.estimatedBitrate == nil
         var changed = false
         for index in slots.indices {
             guard let publisher = slots[index].assigned, !ranked[index].isEmpty else { continue }
             let order = ranked[index].map(\.layer)
             // A paused slot resumes on the lowest layer; going higher is an upgrade like any other.
             let paused = viewer.video.slots[index].pausedForBandwidth
-            let allocated = chosen[index].map { paused ? order[0] : order[$0] }
+            let allocated = chosen[index].map { paused ? order[0] : order[$0] } ?? (neverPause ? order[0] : nil)
             let rank = { (layer: Int) in order.firstIndex(of: layer) ?? -1 }
             // Held at the slot's height cap rather than by the budget: a user's choice.
             let capped = chosen[index] != nil && chosen[index] == demands[index].tallestAllowed

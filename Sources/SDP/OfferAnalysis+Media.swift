@@ -132,4 +132,20 @@ extension OfferAnalysis {
         guard ids.count == 1, feedback.contains(where: RTCPFeedback.transportCC.isSameMessage) else { return nil }
         return ids.first
     }
+
+    /// The abs-send-time extension's ID on the video slots, when the client estimates its
+    /// downlink itself (REMB, no transport-cc) and every slot that maps it uses one ID: the
+    /// client's receive-side estimator (aiortc's, libwebrtc's remote bitrate estimator) times
+    /// the forwarded packets by it, and its REMB is what this subscriber's layers are chosen by.
+    public var slotAbsoluteSendTimeExtensionID: UInt16? {
+        guard transportWideCCExtensionID == nil else { return nil }
+        let ids = Set(slots.compactMap(\.extensions.absSendTime))
+        return ids.count == 1 ? ids.first : nil
+    }
+
+    /// The payload types the slots are answered with (what forwarded video and its RTX are
+    /// sent as).
+    public var slotPayloadTypes: Set<UInt8> {
+        Set(slots.flatMap { [$0.codec.payloadType.rawValue] + ($0.codec.rtxPayloadType.map { [$0.rawValue] } ?? []) })
+    }
 }

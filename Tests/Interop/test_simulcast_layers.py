@@ -29,6 +29,7 @@ from chromium import Chromium, wait_for
 from firefox import Firefox
 from conftest import ChorusServer
 from netns import Namespace
+from peers import ThreadedPeer
 
 ROOM = "simulcast"
 
@@ -300,3 +301,52 @@ def test_firefox_simulcast_is_forwarded_the_same_way(netns_server: ChorusServer,
               f"layers {session.participant('publisher')['publishedLayers']}")
     finally:
         session.close()
+
+
+def test_a_remb_only_viewer_gets_its_layer_from_its_remb(chorus_server: ChorusServer, tmp_path: Path):
+    """aiortc answers no transport-cc: it sends REMB from its own receive-side estimator, timed
+    by the abs-send-time the server stamps on its slot's packets. Its slot's layer is chosen
+    from that REMB (its `downlink` says `remb`), never paused, and it decodes the layer it is
+    sent. (Its estimator only grows to ~1.5× what it receives, ~230 kbit/s on the 150 kbit/s
+    layer, so on loopback it stays on q: the server does not probe REMB-only clients.)"""
+    server = chorus_server
+    host = Chromium(tmp_path / "host-profile", tmp_path / "host-chromium.log")
+    viewer = ThreadedPeer(camera=False, slots=1)
+    try:
+        page = host.open(server.url("/healthz"))
+        assert page.evaluate(PAGE_SCRIPT) is True
+        offer = page.evaluate("window.sim.publish('publisher')")
+        reply = server.request("POST", f"/v1/rooms/{ROOM}/participants", json={"sdp": offer, "userId": "publisher"})
+        assert reply.status_code == 201, reply.text
+        assert page.evaluate(f"window.sim.answer('publisher', {reply.json()['sdp']!r})") is True
+        call_id = viewer.join(server, ROOM, "aiortc")
+
+        def view() -> dict:
+            return server.request("GET", f"/v1/rooms/{ROOM}/participants/{call_id}").json()
+
+        def fitted() -> dict | None:
+            current = view()
+            slots = [slot for slot in current["slots"] if slot.get("publisherCallId")]
+            downlink = current.get("downlink") or {}
+            return current if (downlink.get("source") == "remb" and slots and slots[0].get("rid")
+                               and not slots[0].get("paused")) else None
+
+        fitted_view = wait_for("the aiortc viewer's slot on a layer chosen from its REMB", fitted, timeout=20,
+                               detail=lambda: view())
+        mid = viewer.peer.slot_mids()[0]
+        # Five seconds: the slot keeps a layer (never paused: a REMB cannot grow past what the
+        # client is sent, so a paused REMB client would never see video again) and aiortc
+        # decodes it.
+        started = time.monotonic()
+        paused = []
+        for _ in range(5):
+            time.sleep(1)
+            paused += [slot.get("paused") for slot in view()["slots"] if slot.get("publisherCallId")]
+        frames = viewer.peer.frames_on(mid, start=started)
+        assert not any(paused), (paused, view())
+        assert frames > 40, f"{frames} frames decoded in 5 s; {view()}"
+        print(f"aiortc viewer: REMB {fitted_view['downlink']['bitrate']} bit/s, slot {fitted_view['slots']}, "
+              f"{frames} frames in 5 s")
+    finally:
+        viewer.close()
+        host.close()
