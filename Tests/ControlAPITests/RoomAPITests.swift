@@ -140,16 +140,19 @@ struct RoomAPITests {
     }
 
     @Test func rateLimitAnswers429() async throws {
-        try await TestServer.with(rateLimit: 2) { server in
+        // Half a request a second, a burst of one: a token comes back every 2 s, so the test
+        // holds however slowly a busy machine runs the requests (at 2 a second, ten requests
+        // taking 3 s had refilled the bucket).
+        try await TestServer.with(rateLimit: 0.5) { server in
             var statuses: [Int] = []
-            for _ in 0..<10 {
+            for _ in 0..<3 {
                 statuses.append(try await server.request("GET", "/healthz", auth: nil).status)
             }
-            #expect(statuses.prefix(4).allSatisfy { $0 == 200 })
+            #expect(statuses.first == 200)
             #expect(statuses.contains(429))
             let limited = try await server.request("GET", "/v1/rooms")
             #expect(limited.status == 429 && limited.errorCode == "rateLimited")
-            #expect(limited.header("retry-after") == "1")
+            #expect(limited.header("retry-after") == "2")
         }
     }
 }

@@ -14,8 +14,10 @@ struct RateLimitMiddleware: RouterMiddleware {
         -> Response
     {
         guard limiter.allow(key: context.remoteAddress, now: .now) else {
+            // The wait for the next token, in whole seconds (RFC 9110 §10.2.3).
+            let wait = max(1, Int((1 / max(limiter.perSecond, 0.001)).rounded(.up)))
             throw APIError(.tooManyRequests, "rateLimited", "too many requests from this client; slow down",
-                           headers: [.retryAfter: "1"])
+                           headers: [.retryAfter: "\(wait)"])
         }
         return try await next(request, context)
     }
