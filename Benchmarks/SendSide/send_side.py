@@ -91,10 +91,12 @@ class Bench:
         self.inside("nft", "delete", "table", "inet", "lossy", check=False)
         if percent == 0:
             return
-        rules = (f"table inet lossy {{ chain input {{ type filter hook input priority 0; policy accept; "
-                 f"meta l4proto {{ udp, tcp }} th dport {MEDIA_PORT} numgen random mod 100 < {percent} drop; "
-                 f"meta l4proto {{ udp, tcp }} th sport {MEDIA_PORT} numgen random mod 100 < {percent} drop; }} }}")
-        self.inside("nft", rules)
+        self.inside("nft", "add", "table", "inet", "lossy")
+        self.inside("nft", "add", "chain", "inet", "lossy", "input",
+                    "{ type filter hook input priority 0; policy accept; }")
+        for direction in ("dport", "sport"):
+            self.inside("nft", "add", "rule", "inet", "lossy", "input", "meta", "l4proto", "{ udp, tcp }", "th", direction,
+                        str(MEDIA_PORT), "numgen", "random", "mod", "100", "lt", str(percent), "drop")
 
     def load(self, name: str, tcp: bool, *scenario: str) -> dict:
         output = self.out / name

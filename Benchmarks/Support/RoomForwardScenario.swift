@@ -64,12 +64,13 @@ public final class RoomForwardScenario {
                                    seed: 1)
         layerSSRCs = simulcast ? [publisher.videoSSRC, publisher.rtxSSRC, publisher.audioSSRC ^ 0x5A5A_5A5A]
             : [publisher.videoSSRC]
-        publisherCall = try join(publisher, index: 0)
+        publisherCall = Self.callID(index: 0)
+        try join(publisher, index: 0)
         for index in 1...subscribers {
             let viewer = try ClientPeer(name: "sub\(index)", port: UInt16(40_000 + index),
                                         fixture: simulcast ? "chrome-av-2slots.sdp" : "aiortc-av-2slots.sdp",
                                         seed: UInt64(1 + index))
-            _ = try join(viewer, index: index)
+            try join(viewer, index: index)
         }
         guard peers.allSatisfy(\.isConnected) else { throw SetupError(description: "a peer did not connect") }
         // Keyframes on every layer until each viewer's first slot shows the camera.
@@ -129,8 +130,13 @@ public final class RoomForwardScenario {
 
     // MARK: - Setup: the media port's router and the peers' handshakes, in process.
 
-    private func join(_ peer: ClientPeer, index: Int) throws -> CallID {
-        let callId = CallID(guid: ApplicationKey(randomBytes: Array(repeating: UInt8(index + 1), count: 16)).rawValue)
+    /// The call of the peer joined `index`-th (0: the publisher).
+    static func callID(index: Int) -> CallID {
+        CallID(guid: ApplicationKey(randomBytes: Array(repeating: UInt8(index + 1), count: 16)).rawValue)
+    }
+
+    private func join(_ peer: ClientPeer, index: Int) throws {
+        let callId = Self.callID(index: index)
         let request = JoinRequest(callId: callId, userId: try UserID(validating: peer.name), displayName: nil,
                                   offer: try peer.offer())
         let answer = try core.join(request, now: now, into: &output)
@@ -140,7 +146,6 @@ public final class RoomForwardScenario {
         carryOut()
         if let check = peer.connectivityCheck() { deliver(check.datagram, from: peer) }
         advance(milliseconds: 100)
-        return callId
     }
 
     private func deliver(_ datagram: [UInt8], from peer: ClientPeer? = nil) {

@@ -52,8 +52,15 @@ extension LoadRunner {
         }
         let channel: any Channel
         do {
-            channel = try await ClientBootstrap(group: group)
-                .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            var bootstrap = ClientBootstrap(group: group).channelOption(.socketOption(.tcp_nodelay), value: 1)
+            // The server takes at most 16 ICE-TCP connections per client address: on loopback,
+            // where every simulated participant would share 127.0.0.1, each gets its own
+            // 127.0.0.x (x = 2…254), as if it were on a host of its own.
+            if answer.host.hasPrefix("127."), let source = try? SocketAddress(
+                ipAddress: "127.0.0.\(2 + UInt32(truncatingIfNeeded: participant.audioSSRC) % 253)", port: 0) {
+                bootstrap = bootstrap.bind(to: source)
+            }
+            channel = try await bootstrap
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.addHandler(LoadTCPFrameHandler(participant: participant))
