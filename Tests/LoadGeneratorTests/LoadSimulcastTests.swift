@@ -100,7 +100,7 @@ struct LoadSimulcastTests {
             try fields.serialize(into: &packet)
             packet += [1, 2, 3]
             try server.protectRTP(&packet)
-            participant.receive(packet, now: start.adding(milliseconds: index * 5))
+            participant.receive(packet, now: start.adding(milliseconds: UInt64(index) * 5))
         }
         participant.sendTransportFeedback(now: start.adding(milliseconds: 50))
         #expect(sent.isEmpty, "feedback before its interval")
