@@ -90,6 +90,7 @@ bench: deps
 bench-build: deps
 	CHORUS_BENCHMARKS=1 swift build --scratch-path .build-bench --product MediaPath
 	CHORUS_BENCHMARKS=1 swift build --scratch-path .build-bench --product ControlPlane
+	CHORUS_BENCHMARKS=1 swift build --scratch-path .build-bench --product ForwardProfile
 
 # Chorus and Janus 1.1.2 (Debian's janus: AudioBridge) under the same `chorus load` scenarios, in
 # one run on this machine; Janus in a network namespace the script creates (root: ip netns).

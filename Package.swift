@@ -101,7 +101,8 @@ let package = Package(
         .target(
             name: "LoadGenerator",
             dependencies: [
-                "ChorusCore", "Auth", "ICELite", "STUN", "DTLS", "SRTP", "AudioMixer", "RTP", "RTCP", "CVPX",
+                "ChorusCore", "Auth", "ICELite", "STUN", "DTLS", "SRTP", "AudioMixer", "RTP", "RTCP", "CVPX", "ICETCP",
+                "PeerTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
@@ -213,7 +214,8 @@ let package = Package(
         .testTarget(name: "AudioMixerTests", dependencies: ["AudioMixer", "ChorusCore", "RTP", "ChorusTestSupport"]),
         .testTarget(name: "VideoForwarderTests", dependencies: ["VideoForwarder", "ChorusCore", "RTP"]),
         .testTarget(name: "LoadGeneratorTests",
-                    dependencies: ["LoadGenerator", "RTP", "ICELite", "DTLS", "ChorusTestSupport"]),
+                    dependencies: ["LoadGenerator", "RTP", "RTCP", "SRTP", "ICELite", "DTLS", "ChorusCore", "PeerTransport",
+                                   "ChorusTestSupport"]),
         .testTarget(name: "SDPTests", dependencies: ["SDP", "ChorusCore", "ChorusTestSupport"]),
         .testTarget(name: "RTPTests", dependencies: ["RTP", "ChorusCore", "ChorusTestSupport"]),
         .testTarget(name: "RTCPTests", dependencies: ["RTCP", "ChorusCore", "ChorusTestSupport"]),
@@ -257,13 +259,23 @@ if ProcessInfo.processInfo.environment["CHORUS_BENCHMARKS"] != nil {
             dependencies: ["Auth", "ChorusCore", .product(name: "Benchmark", package: "benchmark")],
             path: "Benchmarks/ControlPlane",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]))
+    // A room core with connected client peers, shared by MediaPath and ForwardProfile (the same
+    // forward path under callgrind).
+    package.targets.append(
+        .target(
+            name: "BenchmarkSupport",
+            dependencies: ["ChorusCore", "ChorusTestSupport", "DTLS", "RTP", "Rooms",
+                           .product(name: "Logging", package: "swift-log")],
+            path: "Benchmarks/Support"))
     package.targets.append(
         .executableTarget(
             name: "MediaPath",
-            dependencies: ["AudioMixer", "ChorusCore", "RTP", "RTCP", "SRTP", "STUN", "VideoForwarder",
+            dependencies: ["AudioMixer", "ChorusCore", "RTP", "RTCP", "SRTP", "STUN", "VideoForwarder", "BenchmarkSupport",
                            .product(name: "Benchmark", package: "benchmark")],
             path: "Benchmarks/MediaPath",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]))
+    package.targets.append(
+        .executableTarget(name: "ForwardProfile", dependencies: ["BenchmarkSupport"], path: "Benchmarks/ForwardProfile"))
 }
 
 // libFuzzer harnesses (Fuzz/<Name>/, one per parser family) join the package only when

@@ -99,6 +99,7 @@ let benchmarks: @Sendable () -> Void = {
     roomTickBenchmarks()
     forwardBenchmarks()
     simulcastBenchmarks()
+    roomForwardBenchmarks()
 }
 
 /// Simulcast in, per publisher packet: `SimulcastStreams` finds the packet's layer (from its RID

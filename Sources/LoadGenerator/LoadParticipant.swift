@@ -3,6 +3,7 @@ import ChorusCore
 import DTLS
 import ICELite
 import NIOCore
+import PeerTransport
 import RTP
 import SRTP
 import STUN
@@ -71,10 +72,20 @@ final class LoadParticipant: @unchecked Sendable {
     var expectsAudio = true
     let localICE = ICECredentials.random()
     let audioSSRC = UInt32.random(in: 1...UInt32.max)
-    let videoSSRC = UInt32.random(in: 1...UInt32.max)
+    /// One SSRC per layer of the camera (one without simulcast), lowest layer first.
+    let videoSSRCs: [UInt32]
+    /// The camera's first (or only) stream's SSRC.
+    var videoSSRC: UInt32 { videoSSRCs[0] }
     /// The camera this participant sends, if any, and its receive-only video slots.
-    let video: LoadVideo?
+    let video: LoadCamera?
     let slots: Int
+    /// Whether the offer asks for transport-wide congestion control (`LoadParticipant+TransportCC`).
+    var offersTransportCC = false
+    /// Once the answer kept it: the next transport-wide sequence number stamped on what we send,
+    /// and the arrivals of the server's numbers, reported back every 100 ms.
+    var transportSequenceNumber = UInt16.random(in: 0...UInt16.max)
+    var feedbackRecorder: TransportFeedbackRecorder?
+    var transportFeedbackSent = 0
     var send: ([UInt8]) -> Void = { _ in }
     private(set) var phase = Phase.joining
     var joinStartedAt = MediaTime.now()
@@ -110,8 +121,9 @@ final class LoadParticipant: @unchecked Sendable {
                                                value: .audioLevel(AudioLevelIndication(voiceActivity: false, level: 127)))])
     /// Audio streams received (the mix), by SSRC.
     private(set) var streams: [UInt32: ReceivedStream] = [:]
-    /// Video state (`LoadParticipant+Video`): the next camera frame, its due time and RTP state.
-    var videoSender = VideoSender()
+    /// Video state (`LoadParticipant+Video`), one per layer: the next camera frame, its due
+    /// time and RTP state.
+    var videoSenders: [VideoSender]
     /// Video streams received in the slots, by SSRC, and the frames completed (marker bits).
     var videoStreams: [UInt32: ReceivedStream] = [:]
     var videoFramesReceived = 0
@@ -127,12 +139,19 @@ final class LoadParticipant: @unchecked Sendable {
     private var loop: (any EventLoop)?
 
     init(room: Int, userId: String, audio: LoadAudio?, timeline: RoomTimeline, isBurstTalker: Bool, isProbe: Bool,
-         dtlsContext: DTLSContext, video: LoadVideo? = nil, slots: Int = 0, role: Role = .member,
+         dtlsContext: DTLSContext, video: LoadCamera? = nil, slots: Int = 0, role: Role = .member,
          owner: LoadParticipant? = nil) {
         self.role = role
         self.owner = owner
         self.room = room
         self.video = video
+        var ssrcs: [UInt32] = []
+        while ssrcs.count < max(video?.layers.count ?? 1, 1) {
+            let ssrc = UInt32.random(in: 1...UInt32.max)
+            if !ssrcs.contains(ssrc) { ssrcs.append(ssrc) }
+        }
+        videoSSRCs = ssrcs
+        videoSenders = ssrcs.map { _ in VideoSender() }
         self.slots = video == nil ? 0 : slots
         self.userId = userId
         self.audio = audio
@@ -148,10 +167,11 @@ final class LoadParticipant: @unchecked Sendable {
         self.loop = loop
     }
 
-    func offer(host: String = "127.0.0.1", port: Int) -> String {
+    func offer(host: String = "127.0.0.1", port: Int, tcp: Bool = false) -> String {
         LoadSDP.offer(ice: localICE, fingerprint: dtlsContext.certificate.sdpFingerprint, host: host, port: port,
                       media: .init(audioSSRC: audio == nil ? nil : audioSSRC, videoSSRC: video == nil ? nil : videoSSRC,
-                                   slots: slots))
+                                   slots: slots, simulcastRIDs: video?.rids ?? [], transportCC: offersTransportCC,
+                                   tcp: tcp))
     }
 
     /// Our answer to the server's offer (a subscriber connection), remembering its VP8 type.
@@ -170,6 +190,15 @@ final class LoadParticipant: @unchecked Sendable {
         serverAddress = TransportAddress(ipv4: answer.host, port: UInt16(clamping: answer.port))
         sendsDTX = audio?.isSilence == true
             && (dtxMode == .on || (dtxMode == .negotiated && answer.usesDTX))
+        if offersTransportCC, answer.transportCC {
+            feedbackRecorder = TransportFeedbackRecorder()
+            audioHeader.extensions.append(RTPHeaderExtensionElement(
+                id: LoadSDP.transportWideCCExtensionID, value: .transportSequenceNumber(0)))
+        }
+        if video?.isSimulcast == true, !answer.simulcast {
+            fail("the server declined the camera's simulcast")
+            return
+        }
         do {
             dtls = try DTLSEndpoint(context: dtlsContext, role: answer.serverIsPassive ? .client : .server,
                                     remoteFingerprints: [answer.fingerprint])
@@ -209,6 +238,7 @@ final class LoadParticipant: @unchecked Sendable {
         guard phase == .established else { return }
         if audio != nil { tickAudio(now: now) }
         if video != nil { tickVideo(now: now) }
+        if feedbackRecorder != nil { sendTransportFeedback(now: now) }
     }
 
     private func tickAudio(now: MediaTime) {
@@ -249,6 +279,7 @@ final class LoadParticipant: @unchecked Sendable {
         audioHeader.timestamp = timestamp
         // The RFC 6464 level, V bit clear (as aiortc sends it).
         audioHeader.extensions[0].value = .audioLevel(AudioLevelIndication(voiceActivity: false, level: audio.levels[index]))
+        if audioHeader.extensions.count > 1 { audioHeader.extensions[1].value = .transportSequenceNumber(nextTransportSequence()) }
         var packet: [UInt8] = []
         packet.reserveCapacity(20 + audio.frames[index].count + 16)
         do {
@@ -323,6 +354,9 @@ final class LoadParticipant: @unchecked Sendable {
         var packet = datagram
         guard (try? srtp.unprotectRTP(&packet)) != nil, let rtp = try? RTPPacket(parsing: packet) else { return }
         let header = rtp.header
+        if feedbackRecorder != nil { recordArrival(rtp, now: now) }
+        // The server's probes (padding on the slots' RTX stream) are neither audio nor video.
+        if header.payloadType.rawValue == LoadSDP.rtxPayloadType, offersTransportCC { return }
         if header.payloadType.rawValue == videoPayloadType {
             videoStreams[header.ssrc.rawValue, default: ReceivedStream(clockRate: 90_000)]
                 .received(sequenceNumber: header.sequenceNumber, timestamp: header.timestamp, arrival: now)

@@ -15,9 +15,15 @@ public struct LoadResults: Codable, Sendable, Equatable {
         public var slots: Int
         public var durationSeconds: Double
         public var rampUpPerSecond: Double
+        /// Three simulcast layers per camera, transport-cc, and the media transport ("udp" or
+        /// "tcp"); absent in results written before they existed.
+        public var simulcast: Bool?
+        public var transportCC: Bool?
+        public var transport: String?
 
         public init(target: String, url: String, rooms: Int, participantsPerRoom: Int, talkersPerRoom: Int,
-                    video: Bool, slots: Int, durationSeconds: Double, rampUpPerSecond: Double) {
+                    video: Bool, slots: Int, durationSeconds: Double, rampUpPerSecond: Double,
+                    simulcast: Bool? = nil, transportCC: Bool? = nil, transport: String? = nil) {
             self.target = target
             self.url = url
             self.rooms = rooms
@@ -27,6 +33,9 @@ public struct LoadResults: Codable, Sendable, Equatable {
             self.slots = slots
             self.durationSeconds = durationSeconds
             self.rampUpPerSecond = rampUpPerSecond
+            self.simulcast = simulcast
+            self.transportCC = transportCC
+            self.transport = transport
         }
     }
 
@@ -115,6 +124,8 @@ public struct LoadResults: Codable, Sendable, Equatable {
     public var videoSubscribers: Int
     public var subscribersWithVideo: Int
     public var videoLossPercent: Double
+    /// Transport-cc feedback messages the participants sent the server (with transport-cc).
+    public var transportFeedbackSent: Int?
     /// Mean CPU over the steady part of the run (cores) and peak resident memory.
     public var serverCPUCores: Double?
     public var serverMemoryMB: Double?

@@ -25,7 +25,7 @@ extension LoadRunner {
     /// Joins everyone at the ramp-up rate, a few joins in flight at once, room by room in turn
     /// (so every room fills at the same pace).
     func joinAll(context: DTLSContext, audio: (burst: LoadAudio, speech: LoadAudio, silence: LoadAudio),
-                 camera: LoadVideo?) async throws {
+                 camera: LoadCamera?) async throws {
         let interval = 1.0 / max(configuration.rampUpPerSecond, 0.1)
         let total = configuration.rooms * configuration.participants
         let timelines = (0..<configuration.rooms).map { _ in RoomTimeline() }
@@ -42,6 +42,7 @@ extension LoadRunner {
                     isProbe: position >= configuration.talkers && position < configuration.talkers + configuration.probesPerRoom,
                     dtlsContext: context, video: camera, slots: configuration.slots)
                 participant.dtxMode = configuration.dtx
+                participant.offersTransportCC = configuration.transportCC
                 let talks = position < configuration.talkers
                 participant.expectsAudio = configuration.talkers > (talks ? 1 : 0)
                 if inFlight >= 8 {
@@ -88,6 +89,10 @@ extension LoadRunner {
     /// Binds a socket for `participant`, lets `negotiate` turn its offer into an answer, and
     /// starts ICE (we offered, so we control).
     func connect(_ participant: LoadParticipant, negotiate: (String) async throws -> LoadJoin) async throws {
+        if configuration.tcp {
+            try await connectTCP(participant, negotiate: negotiate)
+            return
+        }
         let channel = try await bind(participant)
         let started = MediaTime.now()
         do {
@@ -109,13 +114,21 @@ extension LoadRunner {
     }
 
     /// Wires the participant's sends to the server's candidate and starts ICE, on the loop.
+    /// With `framed`, the channel is an ICE-TCP connection to the server: each datagram goes
+    /// down it with its RFC 4571 length prefix.
     func begin(_ participant: LoadParticipant, on channel: any Channel, answer: LoadSDP.Answer, started: MediaTime,
-               controlling: Bool, hangUp: @escaping @Sendable () async -> Void) async throws {
+               controlling: Bool, framed: Bool = false, hangUp: @escaping @Sendable () async -> Void) async throws {
         let server = try SocketAddress(ipAddress: answer.host, port: answer.port)
         try await loop.submit {
             participant.confine(to: self.loop)
             participant.joinStartedAt = started
-            participant.send = { bytes in
+            participant.send = framed ? { bytes in
+                guard bytes.count <= Int(UInt16.max) else { return }
+                var buffer = channel.allocator.buffer(capacity: bytes.count + 2)
+                buffer.writeInteger(UInt16(bytes.count))
+                buffer.writeBytes(bytes)
+                channel.writeAndFlush(buffer, promise: nil)
+            } : { bytes in
                 var buffer = channel.allocator.buffer(capacity: bytes.count)
                 buffer.writeBytes(bytes)
                 channel.writeAndFlush(AddressedEnvelope(remoteAddress: server, data: buffer), promise: nil)

@@ -9,7 +9,7 @@ extension LoadRunner {
     /// connection of its own; once those are up (a feed can be watched only then), each member
     /// watches up to `slots` of the others in its room, the ones after it in join order, each
     /// on a subscriber connection that the server offers and we answer.
-    func joinSeparateVideo(_ video: any LoadSeparateVideoSignaling, context: DTLSContext, camera: LoadVideo)
+    func joinSeparateVideo(_ video: any LoadSeparateVideoSignaling, context: DTLSContext, camera: LoadCamera)
         async throws
     {
         let members = try await loop.submit { self.participants }.get()

@@ -27,6 +27,14 @@ public struct LoadConfiguration: Sendable {
     public var progress: Bool = true
     /// Whether silent participants pause in Opus DTX.
     public var dtx = LoadDTX.negotiated
+    /// With `video`: every camera sends three simulcast layers (q, h, f; `LoadCamera`).
+    public var simulcast = false
+    /// Offer transport-wide congestion control and return transport-cc feedback for what the
+    /// server sends (as browsers do), so the server estimates each subscriber's downlink itself.
+    public var transportCC = false
+    /// Media over ICE-TCP (RFC 6544, the answer's passive TCP candidate, RFC 4571 framing)
+    /// instead of UDP.
+    public var tcp = false
 
     public init(url: String, appKey: String, appSecret: String, rooms: Int, participants: Int, talkers: Int,
                 durationSeconds: Double, rampUpPerSecond: Double, output: URL, target: String) {
@@ -149,7 +157,8 @@ public final class LoadRunner: Sendable {
         let context = try DTLSContext(certificate: DTLSCertificate(commonName: "chorus-load"))
         let audio = (burst: try LoadAudio.make(.burst), speech: try LoadAudio.make(.speech),
                      silence: try LoadAudio.make(.silence))
-        let camera = configuration.video ? try LoadVideo.make() : nil
+        let camera = configuration.video
+            ? (configuration.simulcast ? try LoadCamera.simulcast() : LoadCamera.single(try LoadVideo.make())) : nil
         try await signaling.createRooms(count: configuration.rooms, participants: configuration.participants,
                                         videoSlots: configuration.video ? configuration.slots : 0)
         let ticker = startTicking()

@@ -26,6 +26,9 @@ struct LoadVideo: Sendable {
     static let maxChunk = 1_100
 
     let frames: [Frame]
+    /// The picture's size (what a keyframe's VP8 header announces).
+    var width = LoadVideo.width
+    var height = LoadVideo.height
 
     var bytesPerLoop: Int { frames.reduce(0) { $0 + $1.chunks.reduce(0) { $0 + $1.count } } }
 
@@ -33,8 +36,9 @@ struct LoadVideo: Sendable {
         var description: String
     }
 
-    /// Encodes `seconds` of a moving test pattern.
-    static func make(seconds: Int = 3) throws -> LoadVideo {
+    /// Encodes `seconds` of a moving test pattern at `width`×`height` (even sizes) and `bitrate`.
+    static func make(seconds: Int = 3, width: Int = LoadVideo.width, height: Int = LoadVideo.height,
+                     bitrate: Int = LoadVideo.bitrate) throws -> LoadVideo {
         var config = vpx_codec_enc_cfg_t()
         guard chorus_vpx_vp8_default_config(&config) == VPX_CODEC_OK else {
             throw EncoderError(description: "VP8: no default configuration")
@@ -57,18 +61,19 @@ struct LoadVideo: Sendable {
         var frames: [Frame] = []
         var pixels = [UInt8](repeating: 0, count: width * height * 3 / 2)
         for index in 0..<(seconds * framesPerSecond) {
-            drawPattern(into: &pixels, frame: index)
             let encoded = try pixels.withUnsafeMutableBufferPointer { buffer in
-                try encode(buffer, codec: &codec, pts: index, forceKeyFrame: index == 0)
+                drawPattern(into: buffer, width: width, height: height, frame: index)
+                return try encode(buffer, width: width, height: height, codec: &codec, pts: index,
+                                  forceKeyFrame: index == 0)
             }
             frames.append(contentsOf: encoded)
         }
         guard frames.first?.isKeyFrame == true else { throw EncoderError(description: "VP8: no leading keyframe") }
-        return LoadVideo(frames: frames)
+        return LoadVideo(frames: frames, width: width, height: height)
     }
 
-    private static func encode(_ i420: UnsafeMutableBufferPointer<UInt8>, codec: inout vpx_codec_ctx_t, pts: Int,
-                               forceKeyFrame: Bool) throws -> [Frame] {
+    private static func encode(_ i420: UnsafeMutableBufferPointer<UInt8>, width: Int, height: Int,
+                               codec: inout vpx_codec_ctx_t, pts: Int, forceKeyFrame: Bool) throws -> [Frame] {
         var image = vpx_image_t()
         guard vpx_img_wrap(&image, VPX_IMG_FMT_I420, UInt32(width), UInt32(height), 1, i420.baseAddress) != nil
         else { throw EncoderError(description: "VP8: cannot wrap the image") }
@@ -98,12 +103,18 @@ struct LoadVideo: Sendable {
     }
 
     /// A diagonal gradient with a bright bar sweeping across: enough motion for real deltas.
-    private static func drawPattern(into pixels: inout [UInt8], frame: Int) {
-        let bar = (frame * 16) % width
+    /// Drawn in 640×360 pattern units whatever the size, so every layer of a simulcast camera
+    /// shows the same picture (over unsafe buffers: a debug build draws 720p quickly enough).
+    private static func drawPattern(into pixels: UnsafeMutableBufferPointer<UInt8>, width: Int, height: Int,
+                                    frame: Int) {
+        let bar = (frame * 16) % 640
         for y in 0..<height {
+            let row = y * width
+            let patternY = y * 640 / width
             for x in 0..<width {
-                let inBar = abs(x - bar) < 24
-                pixels[y * width + x] = inBar ? 235 : UInt8(truncatingIfNeeded: (x + y + frame * 4) / 4 + 16)
+                let patternX = x * 640 / width
+                let inBar = abs(patternX - bar) < 24
+                pixels[row + x] = inBar ? 235 : UInt8(truncatingIfNeeded: (patternX + patternY + frame * 4) / 4 + 16)
             }
         }
         let chroma = width * height
@@ -121,5 +132,33 @@ struct LoadVideo: Sendable {
     /// The same descriptor as bytes.
     static func descriptor(pictureID: UInt16, startOfFrame: Bool) -> [UInt8] {
         withUnsafeBytes(of: descriptorWord(pictureID: pictureID, startOfFrame: startOfFrame).bigEndian, Array.init)
+    }
+}
+
+/// A simulated participant's camera: one stream (`LoadVideo`), or three simulcast layers sent as
+/// Chromium sends them for `sendEncodings` q (÷4), h (÷2) and f, each with its own SSRC, its RID
+/// in the RtpStreamId header extension and its own keyframe restarts. The layers are the
+/// generator's video model scaled: 320×180 at 150 kbit/s, 640×360 at 500 kbit/s and 1280×720 at
+/// 1.5 Mbit/s targets (Chromium's caps for a 720p camera); what libvpx makes of the test pattern
+/// at those targets is what is sent.
+struct LoadCamera: Sendable {
+    /// The streams, lowest first.
+    let layers: [LoadVideo]
+    /// Their RIDs, in the same order; empty for a single stream.
+    let rids: [String]
+
+    var isSimulcast: Bool { !rids.isEmpty }
+
+    /// One stream: the generator's usual camera.
+    static func single(_ video: LoadVideo) -> LoadCamera {
+        LoadCamera(layers: [video], rids: [])
+    }
+
+    /// The three layers q, h and f.
+    static func simulcast(seconds: Int = 3) throws -> LoadCamera {
+        let layers = try [(320, 180, 150_000), (640, 360, 500_000), (1_280, 720, 1_500_000)].map { size in
+            try LoadVideo.make(seconds: seconds, width: size.0, height: size.1, bitrate: size.2)
+        }
+        return LoadCamera(layers: layers, rids: ["q", "h", "f"])
     }
 }

@@ -103,9 +103,12 @@ extension PeerTransport {
               let header = try? RTPHeader(parsing: packet)
         else { return packet }
         let sequence = nextTransportSequenceNumber
-        guard let stamped = RTPHeaderRewriter.addingExtension(
-            id: id, data: [UInt8(sequence >> 8), UInt8(truncatingIfNeeded: sequence)], to: packet, header: header)
-        else { return packet }
+        // One allocation: the stamped copy, with room for the SRTP tag the protect appends.
+        let stamped = withUnsafeBytes(of: sequence.bigEndian) { data in
+            RTPHeaderRewriter.addingExtension(id: id, data: data, to: packet, header: header,
+                                              extraCapacity: Self.srtpTagCapacity)
+        }
+        guard let stamped else { return packet }
         nextTransportSequenceNumber &+= 1
         // What the peer's SRTP adds (the 10-byte tag) is part of what the link carries.
         bandwidth?.onPacketSent(transportSequenceNumber: sequence, size: stamped.count + 10, at: now,
@@ -127,6 +130,9 @@ extension PeerTransport {
             packet = stamped
         }
     }
+
+    /// The longest SRTP tag (AEAD_AES_128_GCM's 16 bytes; HMAC-SHA1-80's is 10).
+    static let srtpTagCapacity = 16
 
     /// Transport-cc feedback from the peer about what we sent it: the send-side estimator's input.
     public func receivedTransportFeedback(_ feedback: TransportFeedback, now: MediaTime) {

@@ -17,6 +17,12 @@ struct Load: AsyncParsableCommand {
     @Flag(help: "Every participant also sends VP8 video (640×360, 15 fps, ~300 kbps) and receives --slots streams.")
     var video = false
     @Option(help: "Video slots per participant, with --video (0…25).") var slots: Int = 2
+    @Flag(help: "With --video: each camera sends three simulcast layers (RIDs q, h, f: 320×180, 640×360, 1280×720 at 150k/500k/1.5M bit/s targets), and transport-cc is on (as --transport-cc).")
+    var simulcast = false
+    @Flag(help: "Offer transport-wide congestion control and return transport-cc feedback, as browsers do.")
+    var transportCc = false
+    @Flag(help: "Media over ICE-TCP (the answer's passive TCP candidate, RFC 4571 framing) instead of UDP.")
+    var tcp = false
     @Option(help: "Seconds of media once everyone joined (at most 3600).") var duration: Double = 10
     @Option(help: "Joins per second.") var rampUp: Double = 20
     @Option(help: "Directory for results.json and report.html.") var output: String = "load-output"
@@ -36,6 +42,10 @@ struct Load: AsyncParsableCommand {
         guard target == "chorus" || target == "janus" else { throw ValidationError("--target is chorus or janus") }
         guard (0...25).contains(slots) else { throw ValidationError("--slots must be 0…25") }
         guard LoadDTX(rawValue: dtx) != nil else { throw ValidationError("--dtx is negotiated, on or off") }
+        guard !simulcast || video else { throw ValidationError("--simulcast needs --video") }
+        guard target == "chorus" || !(simulcast || transportCc || tcp) else {
+            throw ValidationError("--simulcast, --transport-cc and --tcp drive Chorus only")
+        }
     }
 
     func run() async throws {
@@ -52,6 +62,9 @@ struct Load: AsyncParsableCommand {
         configuration.slots = slots
         configuration.progress = !quiet
         configuration.dtx = LoadDTX(rawValue: dtx) ?? .negotiated
+        configuration.simulcast = simulcast
+        configuration.transportCC = transportCc || simulcast
+        configuration.tcp = tcp
         let runner = try LoadRunner(configuration: configuration)
         let results = try await runner.run()
         if !quiet { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }

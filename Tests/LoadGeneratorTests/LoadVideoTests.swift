@@ -54,7 +54,7 @@ struct LoadKeyframeRequestTests {
     static func participant() throws -> LoadParticipant {
         let context = try DTLSContext(certificate: DTLSCertificate(commonName: "test"))
         return LoadParticipant(room: 0, userId: "u", audio: nil, timeline: RoomTimeline(), isBurstTalker: false,
-                               isProbe: false, dtlsContext: context, video: try LoadVideo.make(seconds: 1))
+                               isProbe: false, dtlsContext: context, video: .single(try LoadVideo.make(seconds: 1)))
     }
 
     /// RFC 4585 §6.3.1 PLI: V=2, FMT=1, PT=206, length 2, sender SSRC, media SSRC.
@@ -71,9 +71,9 @@ struct LoadKeyframeRequestTests {
         let camera = try Self.participant()
         camera.receiveRTCP(Self.pli(media: camera.videoSSRC &+ 1))
         camera.receiveRTCP([0x81, 206, 0])
-        #expect(camera.keyframeRequestsReceived == 0 && !camera.videoSender.restartAtKeyFrame)
+        #expect(camera.keyframeRequestsReceived == 0 && !camera.videoSenders[0].restartAtKeyFrame)
         camera.receiveRTCP(Self.pli(media: camera.videoSSRC))
-        #expect(camera.keyframeRequestsReceived == 1 && camera.videoSender.restartAtKeyFrame)
+        #expect(camera.keyframeRequestsReceived == 1 && camera.videoSenders[0].restartAtKeyFrame)
         camera.receiveRTCP(Self.fir(entry: camera.videoSSRC))
         #expect(camera.keyframeRequestsReceived == 2)
     }

@@ -28,6 +28,24 @@ struct RTPHeaderInsertTests {
         #expect(Array(packet.bytes[20..<24]) == [0x31, 0x12, 0x34, 0])
     }
 
+    /// The one-allocation form the send path uses: the same bytes as the array form, with
+    /// room for the SRTP tag reserved, for a packet with and without an extension block.
+    @Test func theSendPathFormWritesTheSameBytesWithRoomForTheTag() throws {
+        let mixed: [UInt8] = [0x91, 111, 0, 7, 0, 0, 3, 0xC0, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88,
+                              0xBE, 0xDE, 0, 1, 0x20, 0x2A, 0, 0] + Self.payload
+        for packet in [Self.plain, mixed] {
+            let header = try RTPHeader(parsing: packet)
+            let expected = try #require(RTPHeaderRewriter.addingExtension(id: 3, data: [0x01, 0x02], to: packet, header: header))
+            let written = [UInt8](arrayLiteral: 0x01, 0x02).withUnsafeBytes {
+                RTPHeaderRewriter.addingExtension(id: 3, data: $0, to: packet, header: header, extraCapacity: 16)
+            }
+            let out = try #require(written)
+            #expect(out == expected)
+            #expect(out.capacity >= out.count + 16)
+            #expect(try RTPPacket(parsing: out).headerExtensions.first(id: 3).map(Array.init) == [0x01, 0x02])
+        }
+    }
+
     @Test func anIDAbove14GetsATwoByteBlock() throws {
         let packet = try #require(try adding(20, [0xAB, 0xCD], to: Self.plain))
         #expect(packet.header.extensionProfile == 0x1000)
