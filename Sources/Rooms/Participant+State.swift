@@ -2,6 +2,7 @@ import ChorusCore
 import Foundation
 import CongestionControl
 import PeerTransport
+import VideoForwarder
 
 /// A participant as the room keeps it: identity, call state, its transport, audio and video.
 ///
@@ -85,6 +86,8 @@ final class Participant {
         video.slots.map { slot in
             SlotView(mid: slot.mid, publisherCallId: slot.assigned?.rawValue,
                      layer: slot.assigned == nil ? nil : slot.targetLayer, rid: slot.targetRID,
+                     temporalLayer: slot.assigned == nil || slot.targetTemporalLayer >= TemporalLayerFilter.allLayers
+                         ? nil : Int(slot.targetTemporalLayer),
                      paused: slot.pausedForBandwidth ? "bandwidth" : nil)
         }
     }

@@ -63,6 +63,8 @@ public struct SlotView: Sendable, Equatable, Encodable {
     /// The publisher's layer the slot shows or moves to (its `a=simulcast` position; 0 without).
     public var layer: Int?
     public var rid: String?
+    /// The highest VP8 temporal layer (TID) forwarded of that layer, when not all of them are.
+    public var temporalLayer: Int?
     /// `bandwidth` while the subscriber's downlink cannot carry even the lowest layer.
     public var paused: String?
 }

@@ -66,6 +66,7 @@ extension RoomCore {
         let layer = initialLayer(of: publisher, for: subscriber, now: now)
         participants[subscriber]?.video.slots[index].pending = publisher
         participants[subscriber]?.video.slots[index].targetLayer = layer
+        participants[subscriber]?.video.slots[index].targetTemporalLayer = TemporalLayerFilter.allLayers
         participants[subscriber]?.video.slots[index].targetRID = rid(of: publisher, layer: layer)
         requestKeyframe(from: publisher, layer: layer, now: now)
     }
