@@ -76,8 +76,10 @@ final class Participant {
         return publisher.layers.enumerated().map { index, layer in
             let rids = publisher.simulcast?.rids ?? []
             let bitrate = layer.lastPacketAt.map { layer.bitrate.bitsPerSecond(now: $0) } ?? 0
+            let temporal = layer.lastPacketAt.map { layer.temporalBitrates.cumulativeBitsPerSecond(now: $0) } ?? []
             return PublishedLayerView(rid: rids.indices.contains(index) ? rids[index] : nil,
-                                      bitrate: Int(clamping: bitrate), height: layer.height)
+                                      bitrate: Int(clamping: bitrate), height: layer.height,
+                                      temporalBitrates: temporal.isEmpty ? nil : temporal)
         }
     }
 

@@ -54,6 +54,9 @@ public struct PublishedLayerView: Sendable, Equatable, Encodable {
     public var rid: String?
     public var bitrate: Int
     public var height: Int?
+    /// VP8 with temporal layers: the bit/s with TID ≤ 0, ≤ 1, … (what a slot forwarding up to
+    /// that layer sends); absent without temporal layers.
+    public var temporalBitrates: [Int]?
 }
 
 /// One of a participant's video slots as the API shows it (the `video.slots` event's entry).

@@ -128,6 +128,7 @@ public enum LayerAllocator {
 
     /// One demand's steps in quality order, and where it stands.
     private struct Ladder {
+        /// One step: what it costs and what it forwards.
         struct Step {
             var bitrate: Int
             var choice: Choice

@@ -26,6 +26,16 @@ public struct TemporalLayerBitrates: Sendable {
         windows[index].add(bytes: bytes, now: now)
     }
 
+    /// True when packets of a TID above 0 arrived within the window (allocates nothing).
+    public func hasTemporalLayers(now: MediaTime) -> Bool {
+        var index = 1
+        while index < windows.count {
+            if windows[index].bitsPerSecond(now: now) > 0 { return true }
+            index += 1
+        }
+        return false
+    }
+
     /// The rate when forwarding TID ≤ 0, ≤ 1, … up to the highest TID that arrived within the
     /// window, in bit/s; empty when only the base layer arrived (a stream without temporal
     /// layers, which is forwarded whole).

@@ -26,6 +26,7 @@ public struct TemporalLayerFilter: Sendable {
     public static let allLayers: UInt8 = 3
     static let remembered = 16
 
+    /// One recent frame, by RTP timestamp, and whether it is forwarded.
     private struct Frame: Sendable {
         var timestamp: UInt32
         var forwarded: Bool

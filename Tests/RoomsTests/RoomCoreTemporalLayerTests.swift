@@ -15,7 +15,7 @@ struct RoomCoreTemporalLayerTests {
     /// leaves 210 kbit/s for video after the audio reserve: between TID ≤ 1 and TID ≤ 2.
     /// After the first allocations cid receives the base and middle layers only, with
     /// continuous sequence numbers, picture IDs and TL0PICIDX, at half the frame rate; before,
-    /// it received all three.
+    /// it received all three. ann is not asked to lower its rate (no REMB).
     @Test func aBudgetBetweenTheSecondAndThirdLayerReceivesTheLowerTwo() throws {
         let room = try SimulatedRoom()
         let ann = try room.join("ann", fixture: Self.fixture)
@@ -54,6 +54,13 @@ struct RoomCoreTemporalLayerTests {
         let snapshot = try #require(room.snapshot("cid"))
         #expect(snapshot.slots.first?.temporalLayer == 1)
         #expect((snapshot.videoStatistics["layerSwitches"] ?? 0) >= 1)
+        // The publisher's layer shows its rates per TID, and cid's link does not lower ann's
+        // stream: no REMB goes to a publisher whose stream has temporal layers.
+        let rates = try #require(room.snapshot("ann")?.publishedLayers.first?.temporalBitrates)
+        #expect(rates.count == 3 && rates[0] < rates[1] && rates[1] < rates[2])
+        #expect(!ann.rtcpReceived.contains {
+            if case .receiverEstimatedMaximumBitrate = $0 { true } else { false }
+        })
     }
 
     private func sendREMB(_ bitrate: UInt64, from peer: ClientPeer, in room: SimulatedRoom) throws {

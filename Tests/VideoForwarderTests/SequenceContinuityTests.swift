@@ -89,6 +89,7 @@ struct SequenceContinuityTests {
             #expect(abs(rate - expected) < expected / 50, "\(rates)")
         }
         #expect(plain.cumulativeBitsPerSecond(now: .milliseconds(7_000)).isEmpty)
+        #expect(meter.hasTemporalLayers(now: .milliseconds(7_000)) && !plain.hasTemporalLayers(now: .milliseconds(7_000)))
         #expect(meter.cumulativeBitsPerSecond(now: .milliseconds(9_000)).isEmpty, "a stopped stream")
     }
 }

@@ -9,6 +9,7 @@ import VideoForwarder
 /// base layer only); every frame is `packetsPerFrame` packets, the first with S set, the last
 /// with the marker. Counters start where the test says, so wrap-arounds can be placed.
 struct TemporalTestStream {
+    /// One packet sent, with the values written into it.
     struct Packet {
         let bytes: [UInt8]
         let sequenceNumber: UInt16
