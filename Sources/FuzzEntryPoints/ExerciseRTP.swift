@@ -196,8 +196,10 @@ func exerciseReserialization(header: RTPHeader, packet: RTPPacket, elements: [RT
 }
 
 /// The forwarder's view of a peer's video packet: keyframe detection for both codecs, then a
-/// slot switch and rewrite (a fresh header, the VP8 fields rewritten) and a NACK-time rewrite
-/// of the same packet, which must produce the same bytes.
+/// slot switch and rewrite (a fresh header, the VP8 fields rewritten; the slot's temporal layer
+/// target taken from the packet, which the switch packet passes whatever its TID) and a
+/// NACK-time rewrite of the same packet, which must produce the same bytes; a duplicate of the
+/// packet is written the same again.
 func exerciseForwarder(_ packet: RTPPacket) {
     let header = packet.header
     let bytes = Array(packet.bytes)
@@ -207,6 +209,7 @@ func exerciseForwarder(_ packet: RTPPacket) {
     consume(KeyframeDetector.isKeyframeStart(codec: .h264, payload: payload, vp8: nil))
     var slot = SlotStreamRewriter(ssrc: SSRC(7), payloadType: PayloadType(96)!, initialSequenceNumber: 65_535,
                                   initialTimestamp: 1)
+    slot.targetTemporalLayer = UInt8(truncatingIfNeeded: header.sequenceNumber) & 3
     slot.switchSource(to: header.ssrc, at: header, vp8: vp8, now: .seconds(1))
     var out: [UInt8] = []
     guard let sequence = slot.rewrite(bytes, header: header, vp8: vp8, now: .seconds(1), into: &out) else {
@@ -224,6 +227,9 @@ func exerciseForwarder(_ packet: RTPPacket) {
     var again: [UInt8] = []
     slot.rewriteAgain(bytes, header: header, vp8: vp8, mapping: mapping, into: &again)
     fuzzRequire(again == out, "a retransmission differs from the original")
+    var duplicate: [UInt8] = []
+    let repeated = slot.rewrite(bytes, header: header, vp8: vp8, now: .seconds(1), into: &duplicate)
+    fuzzRequire(repeated == sequence && duplicate == out, "a duplicate was written differently")
 }
 
 /// The packet as one of a simulcast camera's (RIDs q, h, f in extension IDs 1 and 2, the low

@@ -2,6 +2,7 @@ import ChorusCore
 import Foundation
 import CongestionControl
 import PeerTransport
+import VideoForwarder
 
 /// A participant as the room keeps it: identity, call state, its transport, audio and video.
 ///
@@ -77,8 +78,10 @@ final class Participant {
         return publisher.layers.enumerated().map { index, layer in
             let rids = publisher.simulcast?.rids ?? []
             let bitrate = layer.lastPacketAt.map { layer.bitrate.bitsPerSecond(now: $0) } ?? 0
+            let temporal = layer.lastPacketAt.map { layer.temporalBitrates.cumulativeBitsPerSecond(now: $0) } ?? []
             return PublishedLayerView(rid: rids.indices.contains(index) ? rids[index] : nil,
-                                      bitrate: Int(clamping: bitrate), height: layer.height)
+                                      bitrate: Int(clamping: bitrate), height: layer.height,
+                                      temporalBitrates: temporal.isEmpty ? nil : temporal)
         }
     }
 
@@ -87,6 +90,8 @@ final class Participant {
         video.slots.map { slot in
             SlotView(mid: slot.mid, publisherCallId: slot.assigned?.rawValue,
                      layer: slot.assigned == nil ? nil : slot.targetLayer, rid: slot.targetRID,
+                     temporalLayer: slot.assigned == nil || slot.targetTemporalLayer >= TemporalLayerFilter.allLayers
+                         ? nil : Int(slot.targetTemporalLayer),
                      paused: slot.pausedForBandwidth ? "bandwidth" : nil, maxHeight: slot.maximumHeight)
         }
     }

@@ -54,6 +54,9 @@ public struct PublishedLayerView: Sendable, Equatable, Encodable {
     public var rid: String?
     public var bitrate: Int
     public var height: Int?
+    /// VP8 with temporal layers: the bit/s with TID ≤ 0, ≤ 1, … (what a slot forwarding up to
+    /// that layer sends); absent without temporal layers.
+    public var temporalBitrates: [Int]?
 }
 
 /// One of a participant's video slots as the API shows it (the `video.slots` event's entry).
@@ -63,6 +66,8 @@ public struct SlotView: Sendable, Equatable, Encodable {
     /// The publisher's layer the slot shows or moves to (its `a=simulcast` position; 0 without).
     public var layer: Int?
     public var rid: String?
+    /// The highest VP8 temporal layer (TID) forwarded of that layer, when not all of them are.
+    public var temporalLayer: Int?
     /// `bandwidth` while the subscriber's downlink cannot carry even the lowest layer.
     public var paused: String?
     /// The tallest picture the subscriber asked for in this slot, if it asked.

@@ -99,6 +99,8 @@ struct PublisherLayer {
     var keyframes = KeyframeRequestThrottle()
     var lastPacketAt: MediaTime?
     var bitrate = BitrateWindow()
+    /// Its rate per target VP8 temporal layer (TID ≤ 0, ≤ 1, …).
+    var temporalBitrates = TemporalLayerBitrates()
     /// The picture height of its last VP8 keyframe: how layers are ranked (a publisher's
     /// layer order follows its offer, and bitrates cross while its encoder ramps up).
     var height: Int?
@@ -125,6 +127,9 @@ struct VideoSlot {
     /// (also the layer a pending publisher starts with).
     var layer = 0
     var targetLayer = 0
+    /// The highest VP8 temporal layer to forward of `targetLayer` once the slot shows it (the
+    /// rewriter's `targetTemporalLayer` is the one in force); `allLayers` forwards them all.
+    var targetTemporalLayer = TemporalLayerFilter.allLayers
     /// When layers move (`LayerSwitchPolicy`), and whether the subscriber's downlink left
     /// this slot nothing (forwarding stops; `video.slots` says `bandwidth`).
     var layerPolicy = LayerSwitchPolicy()

@@ -81,11 +81,12 @@ extension RoomCore {
         let slots = viewer.video.slots
         let ranked = slots.map { slot in slot.assigned.map { rankedLayers(of: $0, now: now) } ?? [] }
         let demands = ranked.enumerated().map { index, layers in
-            LayerAllocator.Demand(layers: layers.map { LayerAllocator.Layer(bitrate: $0.bitrate, height: $0.height ?? 0) },
+            LayerAllocator.Demand(layers: allocatorLayers(layers, of: slots[index].assigned, now: now),
                                   maximumHeight: slots[index].maximumHeight, priority: index,
-                                  current: layers.firstIndex { $0.layer == slots[index].layer && slots[index].assigned == slots[index].publisher })
+                                  current: layers.firstIndex { $0.layer == slots[index].layer && slots[index].assigned == slots[index].publisher },
+                                  currentTemporalLayer: Self.currentTemporalLayer(of: slots[index]))
         }
-        let chosen = LayerAllocator.allocate(budget: budget, demands: demands)
+        let chosen = LayerAllocator.allocateSteps(budget: budget, demands: demands)
         // A REMB is the client's estimate of what it receives, so it cannot grow past what it is
         // sent (aiortc's settled at 126–147 kbit/s on loopback with the 150 kbit/s layer): a
         // paused slot would never come back. Such a subscriber keeps at least the lowest layer.
@@ -94,26 +95,22 @@ extension RoomCore {
         for index in slots.indices {
             guard let publisher = slots[index].assigned, !ranked[index].isEmpty else { continue }
             let order = ranked[index].map(\.layer)
-            // A paused slot resumes on the lowest layer; going higher is an upgrade like any other.
+            // A paused slot resumes on the lowest step; going higher is an upgrade like any other.
             let paused = viewer.video.slots[index].pausedForBandwidth
-            let allocated = chosen[index].map { paused ? order[0] : order[$0] } ?? (neverPause ? order[0] : nil)
-            let rank = { (layer: Int) in order.firstIndex(of: layer) ?? -1 }
+            let lowest = LayerAllocator.lowestChoice(of: demands[index])
+            let allocated = (chosen[index].flatMap { paused ? lowest : $0 } ?? (neverPause ? lowest : nil))
+                .map { Self.policyStep($0, order: order) }
+            let rank = { (step: Int) in Self.stepRank(step, order: order) }
             // Held at the slot's height cap rather than by the budget: a user's choice.
-            let capped = chosen[index] != nil && chosen[index] == demands[index].tallestAllowed
-                && demands[index].tallestAllowed < order.count - 1
+            let tallest = demands[index].tallestAllowed
+            let capped = tallest < order.count - 1
+                && chosen[index].map { $0.layer == tallest && $0.allTemporalLayers } == true
             switch viewer.video.slots[index].layerPolicy.decide(allocated: allocated, now: now,
                                                                 forcedByBandwidth: !capped, rank: rank) {
             case .stay:
                 continue
-            case .move(let layer):
-                viewer.video.slots[index].targetLayer = layer
-                viewer.video.slots[index].targetRID = rid(of: publisher, layer: layer)
-                if viewer.video.slots[index].pausedForBandwidth {
-                    viewer.video.slots[index].pausedForBandwidth = false
-                    viewer.video.statistics.layerSwitches &+= 1
-                    changed = true
-                }
-                requestKeyframe(from: publisher, layer: layer, now: now)
+            case .move(let step):
+                if moveSlot(index, of: viewer, publisher: publisher, to: step, now: now) { changed = true }
             case .pause:
                 guard !viewer.video.slots[index].pausedForBandwidth else { continue }
                 viewer.video.slots[index].pausedForBandwidth = true

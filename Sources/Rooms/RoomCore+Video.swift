@@ -35,13 +35,16 @@ extension RoomCore {
         guard header.payloadRange.count > 0 else { return }  // padding-only probes are not video
         participant.video.publisher?.layers[layer].cache.insert(packet, sequenceNumber: header.sequenceNumber, arrival: now)
         participant.video.publisher?.layers[layer].bitrate.add(bytes: packet.count, now: now)
+        let vp8 = publisher.codec == .vp8 ? try? VP8PayloadDescriptor(parsing: packet[header.payloadRange]) : nil
+        participant.video.publisher?.layers[layer].temporalBitrates.add(
+            bytes: packet.count, temporalLayer: vp8?.temporalLayerID, now: now)
         if participant.videoPaused { return }
         if publisher.inactive {
             participant.video.publisher?.inactive = false
             emit("video.resumed", participantFields(callId))
         }
         if !wasShowable || publisher.inactive { reassignSlots(now: now) }
-        forward(packet, header: header, from: callId, layer: layer, codec: publisher.codec,
+        forward(packet, header: header, vp8: vp8, from: callId, layer: layer, codec: publisher.codec,
                 clockRate: publisher.clockRate, now: now)
     }
 
@@ -90,11 +93,10 @@ extension RoomCore {
     /// slot moves to a new publisher, or to another layer of the same one, on a keyframe of the
     /// layer it waits for; a slot paused for bandwidth gets nothing.
     private func forward(
-        _ packet: [UInt8], header: RTPHeader, from callId: CallID, layer: Int, codec: VideoCodec, clockRate: UInt32,
-        now: MediaTime
+        _ packet: [UInt8], header: RTPHeader, vp8: VP8PayloadDescriptor?, from callId: CallID, layer: Int,
+        codec: VideoCodec, clockRate: UInt32, now: MediaTime
     ) {
         let payload = packet[header.payloadRange]
-        let vp8 = codec == .vp8 ? try? VP8PayloadDescriptor(parsing: payload) : nil
         let keyframe = KeyframeDetector.isKeyframeStart(codec: codec, payload: payload, vp8: vp8)
         if keyframe {
             participants[callId]?.video.publisher?.layers[layer].keyframes.keyframeReceived()
@@ -114,6 +116,8 @@ extension RoomCore {
                 || (viewer.video.slots[index].publisher == callId && viewer.video.slots[index].layer != layer)
             if switching {
                 guard keyframe, viewer.video.slots[index].targetLayer == layer else { continue }
+                let temporal = viewer.video.slots[index].targetTemporalLayer
+                viewer.video.slots[index].rewriter.targetTemporalLayer = temporal
                 viewer.video.slots[index].rewriter.switchSource(
                     to: header.ssrc, at: header, vp8: vp8, now: now, clockRate: clockRate)
                 if viewer.video.slots[index].pending == callId {
@@ -125,7 +129,8 @@ extension RoomCore {
                     viewer.video.statistics.layerSwitches &+= 1
                 }
                 viewer.video.slots[index].layer = layer
-                viewer.video.slots[index].layerPolicy.switched(to: layer, now: now)
+                viewer.video.slots[index].layerPolicy.switched(
+                    to: LayerSwitchPolicy.step(layer: layer, temporalLayer: temporal), now: now)
             }
             guard viewer.video.slots[index].publisher == callId, viewer.video.slots[index].layer == layer,
                   viewer.video.slots[index].rewriter.rewrite(

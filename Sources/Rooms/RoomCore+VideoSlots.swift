@@ -66,6 +66,7 @@ extension RoomCore {
         let layer = initialLayer(of: publisher, for: subscriber, slot: index, now: now)
         participants[subscriber]?.video.slots[index].pending = publisher
         participants[subscriber]?.video.slots[index].targetLayer = layer
+        participants[subscriber]?.video.slots[index].targetTemporalLayer = TemporalLayerFilter.allLayers
         participants[subscriber]?.video.slots[index].targetRID = rid(of: publisher, layer: layer)
         requestKeyframe(from: publisher, layer: layer, now: now)
     }
@@ -188,11 +189,13 @@ extension RoomCore {
     /// REMB, so the publisher's encoder fits the weakest subscriber.
     private func passEstimate(to publisher: CallID, now: MediaTime) {
         // A simulcast publisher sends its layers as its own uplink allows, and each subscriber
-        // gets the layer its link carries: no subscriber's link lowers what the others see.
+        // gets the layer its link carries: no subscriber's link lowers what the others see. So
+        // does one whose stream has VP8 temporal layers: a thin subscriber gets fewer of them.
         guard let state = participants[publisher]?.video.publisher, state.simulcast == nil,
               let media = state.layers.first?.ssrc
         else { return }
         if let last = state.lastEstimateSentAt, now.nanoseconds(since: last) < 1_000_000_000 { return }
+        if state.layers.contains(where: { $0.temporalBitrates.hasTemporalLayers(now: now) }) { return }
         let fresh = state.estimates.values.filter { now.nanoseconds(since: $0.at) < 5_000_000_000 }.map(\.bitrate)
         guard let lowest = fresh.min(), let participant = participants[publisher] else { return }
         participants[publisher]?.video.publisher?.lastEstimateSentAt = now

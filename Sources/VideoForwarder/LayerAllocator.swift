@@ -8,6 +8,14 @@
 /// first gets its lowest layer if that still fits, so a thin link pauses the least important
 /// slots rather than starving all of them; then, again in priority order, each slot moves up to
 /// the best layer the rest of the budget and its requested height allow.
+///
+/// Temporal layers (VP8): a layer whose temporal layers' rates are known is a ladder of steps,
+/// one per target TID (its rate with TID ≤ 0, ≤ 1, …), and the steps of all layers form one
+/// quality order: layer 0 at TID 0, 1, 2, then layer 1 at TID 0, 1, 2, and so on, as mediasoup
+/// walks them. "Lowest" and "up" above mean steps: a slot whose budget falls short of its
+/// layer's full rate first drops that layer's top temporal layers, and moves down a layer only
+/// when even its base temporal layer does not fit; a thin link keeps the lowest layer at a
+/// quarter of its frame rate before the slot is paused.
 public enum LayerAllocator {
     /// A layer above the slot's current one must fit with this much to spare.
     public static let upgradeHeadroom = 1.2
@@ -28,10 +36,29 @@ public enum LayerAllocator {
     public struct Layer: Sendable, Equatable {
         public var bitrate: Int
         public var height: Int
+        /// Its rate when forwarding TID ≤ 0, ≤ 1, … (`TemporalLayerBitrates`); empty for a layer
+        /// without temporal layers, which is one step at `bitrate`.
+        public var temporalBitrates: [Int]
 
-        public init(bitrate: Int, height: Int = 0) {
+        public init(bitrate: Int, height: Int = 0, temporalBitrates: [Int] = []) {
             self.bitrate = max(bitrate, 0)
             self.height = max(height, 0)
+            self.temporalBitrates = Array(temporalBitrates.prefix(Int(TemporalLayerFilter.allLayers) + 1)).map { max($0, 0) }
+        }
+    }
+
+    /// What a slot forwards: a layer (index into its demand's `layers`) and the highest
+    /// temporal layer of it (index into its `temporalBitrates`; 0 without them).
+    public struct Choice: Sendable, Equatable {
+        public var layer: Int
+        public var temporalLayer: Int
+        /// True when this is the layer's top step: every temporal layer is forwarded.
+        public var allTemporalLayers: Bool
+
+        public init(layer: Int, temporalLayer: Int, allTemporalLayers: Bool) {
+            self.layer = layer
+            self.temporalLayer = temporalLayer
+            self.allTemporalLayers = allTemporalLayers
         }
     }
 
@@ -46,12 +73,17 @@ public enum LayerAllocator {
         /// `upgradeHeadroom` more than the layer's bitrate, so that an estimate at the edge of a
         /// layer does not flap the slot between two.
         public var current: Int?
+        /// The highest temporal layer of `current` forwarded now (index into its
+        /// `temporalBitrates`); nil: all of them.
+        public var currentTemporalLayer: Int?
 
-        public init(layers: [Layer], maximumHeight: Int? = nil, priority: Int, current: Int? = nil) {
+        public init(layers: [Layer], maximumHeight: Int? = nil, priority: Int, current: Int? = nil,
+                    currentTemporalLayer: Int? = nil) {
             self.layers = layers
             self.maximumHeight = maximumHeight
             self.priority = priority
             self.current = current
+            self.currentTemporalLayer = currentTemporalLayer
         }
 
         /// The highest layer the height cap allows; the lowest always qualifies, since a cap
@@ -67,12 +99,19 @@ public enum LayerAllocator {
     /// The layer index for each demand, in the demands' order; nil for a slot that gets none
     /// (no layers, or not even its lowest layer fits).
     public static func allocate(budget: Int, demands: [Demand]) -> [Int?] {
+        allocateSteps(budget: budget, demands: demands).map { $0?.layer }
+    }
+
+    /// The layer and temporal layer for each demand, in the demands' order; nil for a slot that
+    /// gets none (no layers, or not even its lowest step fits).
+    public static func allocateSteps(budget: Int, demands: [Demand]) -> [Choice?] {
+        let ladders = demands.map(Ladder.init)
         var remaining = max(budget, 0)
         var chosen = [Int?](repeating: nil, count: demands.count)
         let order = demands.indices.sorted { (demands[$0].priority, $0) < (demands[$1].priority, $1) }
         for index in order {
-            guard let lowest = demands[index].layers.first else { continue }
-            let kept = demands[index].current != nil
+            guard let lowest = ladders[index].steps.first else { continue }
+            let kept = ladders[index].current != nil
             let need = kept ? Int(Double(lowest.bitrate) * keepLowestFraction) : lowest.bitrate
             guard need <= remaining else { continue }
             chosen[index] = 0
@@ -80,20 +119,61 @@ public enum LayerAllocator {
         }
         for index in order {
             guard let current = chosen[index] else { continue }
-            let layers = demands[index].layers
-            let top = min(demands[index].tallestAllowed, layers.count - 1)
-            var best = current
-            if top > current {
-                for candidate in (current + 1)...top {
-                    let cost = Double(layers[candidate].bitrate) * costFactor(of: candidate, forwarding: demands[index].current)
-                    guard Int(cost) - layers[current].bitrate <= remaining else { break }
-                    best = candidate
-                }
-            }
-            remaining -= min(layers[best].bitrate - layers[current].bitrate, remaining)
+            let best = ladders[index].bestStep(above: current, remaining: remaining)
+            remaining -= min(ladders[index].steps[best].bitrate - ladders[index].steps[current].bitrate, remaining)
             chosen[index] = best
         }
-        return chosen
+        return chosen.indices.map { index in chosen[index].map { ladders[index].steps[$0].choice } }
+    }
+
+    /// The lowest step of `demand` (its lowest layer's base temporal layer), nil without layers:
+    /// where a slot paused for bandwidth resumes.
+    public static func lowestChoice(of demand: Demand) -> Choice? {
+        Ladder(demand).steps.first?.choice
+    }
+
+    /// One demand's steps in quality order, and where it stands.
+    private struct Ladder {
+        /// One step: what it costs and what it forwards.
+        struct Step {
+            var bitrate: Int
+            var choice: Choice
+        }
+
+        var steps: [Step] = []
+        /// The index of the step forwarded now, if any.
+        var current: Int?
+        /// The highest step the height cap allows.
+        var top = 0
+
+        init(_ demand: Demand) {
+            for (index, layer) in demand.layers.enumerated() {
+                let count = max(layer.temporalBitrates.count, 1)
+                for temporal in 0..<count {
+                    if index == demand.current, temporal == min(demand.currentTemporalLayer ?? count - 1, count - 1) {
+                        current = steps.count
+                    }
+                    let bitrate = layer.temporalBitrates.isEmpty ? layer.bitrate : layer.temporalBitrates[temporal]
+                    steps.append(Step(bitrate: bitrate, choice: Choice(layer: index, temporalLayer: temporal,
+                                                                       allTemporalLayers: temporal == count - 1)))
+                }
+                if index <= demand.tallestAllowed { top = steps.count - 1 }
+            }
+        }
+
+        /// The best step from `start` up that fits `remaining` more bit/s; a step above the one
+        /// forwarded now must fit with `upgradeHeadroom`, the one forwarded now only
+        /// `keepCurrentFraction` of its rate.
+        func bestStep(above start: Int, remaining: Int) -> Int {
+            var best = start
+            guard top > start else { return best }
+            for candidate in (start + 1)...top {
+                let cost = Double(steps[candidate].bitrate) * costFactor(of: candidate, forwarding: current)
+                guard Int(cost) - steps[start].bitrate <= remaining else { break }
+                best = candidate
+            }
+            return best
+        }
     }
 
     /// What a layer must fit, as a share of its bitrate, for a slot that forwards `forwarding`.

@@ -87,3 +87,19 @@ public struct LayerSwitchPolicy: Sendable, Equatable {
         return true
     }
 }
+
+extension LayerSwitchPolicy {
+    /// A layer and the highest temporal layer (TID) forwarded of it, as the one number
+    /// `decide` and `switched` take: `4 × layer + TID`, TID 0…3 (3: all of them, as for a layer
+    /// without temporal layers). With `rank(step) = 4 × (the layer's quality rank) + TID`, the
+    /// steps of one layer come before those of the next better one.
+    public static func step(layer: Int, temporalLayer: UInt8) -> Int {
+        layer &* 4 &+ Int(min(temporalLayer, TemporalLayerFilter.allLayers))
+    }
+
+    /// The layer of a `step` (floor division: a negative layer, "none", stays negative).
+    public static func layer(ofStep step: Int) -> Int { step >> 2 }
+
+    /// The highest TID of a `step`.
+    public static func temporalLayer(ofStep step: Int) -> UInt8 { UInt8(step & 3) }
+}

@@ -2,8 +2,10 @@ import ChorusCore
 import RTP
 
 /// How one publisher's packets map into a slot's stream: the offsets added to its sequence
-/// numbers, timestamps and VP8 picture ID, TL0PICIDX and KEYIDX. Fixed from the switch (the
-/// publisher's keyframe) until the next switch, so a retransmission rewrites a cached packet
+/// numbers, timestamps and VP8 picture ID, TL0PICIDX and KEYIDX. Set at the switch (the
+/// publisher's keyframe); while a temporal layer is dropped, each forwarded packet's sequence
+/// number and picture ID offsets also take away the values dropped before it. The slot keeps
+/// the mapping each packet was written with, so a retransmission rewrites a cached packet
 /// exactly as the original was rewritten.
 public struct SlotMapping: Sendable, Equatable {
     /// The publisher's camera SSRC (also the CSRC of every packet it contributes, RFC 3550 mixer).
@@ -13,6 +15,14 @@ public struct SlotMapping: Sendable, Equatable {
     let pictureIDDelta: UInt16
     let tl0Delta: UInt8
     let keyIndexDelta: UInt8
+
+    /// This mapping for a packet with `sequences` sequence numbers and `pictureIDs` picture IDs
+    /// dropped before it since the switch (modulo 2^16, which 2^15 and 2^7 divide).
+    func removing(sequences: UInt64, pictureIDs: UInt64) -> SlotMapping {
+        SlotMapping(source: source, sequenceDelta: sequenceDelta &- UInt16(truncatingIfNeeded: sequences),
+                    timestampDelta: timestampDelta, pictureIDDelta: pictureIDDelta &- UInt16(truncatingIfNeeded: pictureIDs),
+                    tl0Delta: tl0Delta, keyIndexDelta: keyIndexDelta)
+    }
 
     /// Writes `packet` (an unprotected RTP packet of `source`, parsed as `header`, with its VP8
     /// descriptor when VP8) as a packet of the slot's stream into `out`: a fresh header (no
@@ -66,6 +76,17 @@ public struct SlotMapping: Sendable, Equatable {
 /// mediasoup and Jitsi do; the receiver sees one stream with a keyframe where the picture
 /// changed. Packets of the previous publisher, and the new one's packets older than its
 /// keyframe, are not forwarded.
+///
+/// Temporal layers (VP8): `targetTemporalLayer` makes the slot forward only the frames of TID
+/// ≤ target (`TemporalLayerFilter`: down at the next frame, up at a layer sync frame or key
+/// frame). The dropped packets' sequence numbers and the dropped frames' picture IDs are taken
+/// out of the slot's stream (`SequenceContinuity`), so the subscriber sees both continuous.
+/// Picture IDs must be continuous, not only increasing: libwebrtc's receiver (RtpVp8RefFinder)
+/// counts every picture ID it skipped as a frame not yet received, and holds back each later
+/// frame whose references lie before that gap until it arrives: with gaps, the picture would
+/// freeze until the next key frame. mediasoup rewrites them the same way. TL0PICIDX needs no
+/// such care: it counts base layer frames, which are never dropped (the lowest target is 0),
+/// so it stays continuous on its own; KEYIDX counts key frames, all base layer too.
 public struct SlotStreamRewriter: Sendable {
     public let ssrc: SSRC
     /// The payload type the subscriber negotiated for the codec (publishers' may differ).
@@ -82,6 +103,14 @@ public struct SlotStreamRewriter: Sendable {
     private var lastTL0: UInt8?
     private var lastKeyIndex: UInt8?
     private var lastWrittenAt: MediaTime?
+    private var temporal = TemporalLayerFilter()
+    /// The dropped sequence numbers and picture IDs since the switch, extended.
+    private var droppedSequences = SequenceContinuity(capacity: 128)
+    private var droppedPictureIDs = SequenceContinuity(capacity: 64)
+    private var pictureIDs = WrappingCounterUnwrapper(bitWidth: 15)
+    /// Packets a temporal layer drop should have removed after newer ones went out: the
+    /// subscriber sees each as one lost packet.
+    public private(set) var lateDrops: UInt64 = 0
     /// Which mapping produced each recent slot sequence number, for NACKs (about 1 s of video).
     private var history: [HistoryEntry]
     private static let historyMask = 1_023
@@ -103,6 +132,20 @@ public struct SlotStreamRewriter: Sendable {
 
     /// The publisher whose packets this slot forwards now.
     public var source: SSRC? { mapping?.source }
+
+    /// The highest VP8 temporal layer (TID) to forward; `TemporalLayerFilter.allLayers` (the
+    /// default) forwards them all. Applies from the next frame, or for going up from the next
+    /// layer sync frame.
+    public var targetTemporalLayer: UInt8 {
+        get { temporal.target }
+        set { temporal.target = newValue }
+    }
+
+    /// The highest TID forwarded now.
+    public var currentTemporalLayer: UInt8 { temporal.current }
+
+    /// Frames left out for their temporal layer.
+    public var temporalFramesDropped: UInt64 { temporal.framesDropped }
 
     /// Starts forwarding `source` from `header`'s packet, which should start a keyframe.
     /// `clockRate` converts the time since the last packet into timestamp ticks.
@@ -132,6 +175,10 @@ public struct SlotStreamRewriter: Sendable {
             keyIndexDelta: keyDelta)
         sourceSequences = SequenceNumberUnwrapper()
         firstSourceSequence = sourceSequences.unwrap(header.sequenceNumber)
+        temporal.reset(keyFrameTimestamp: header.timestamp)
+        droppedSequences.reset()
+        droppedPictureIDs.reset()
+        pictureIDs = WrappingCounterUnwrapper(bitWidth: vp8?.hasLongPictureID == false ? 7 : 15)
     }
 
     /// Stops forwarding (the slot is empty); the stream continues from its last values when a
@@ -146,9 +193,11 @@ public struct SlotStreamRewriter: Sendable {
     public mutating func rewrite(
         _ packet: [UInt8], header: RTPHeader, vp8: VP8PayloadDescriptor?, now: MediaTime, into out: inout [UInt8]
     ) -> UInt16? {
-        guard let mapping, mapping.source == header.ssrc else { return nil }
+        guard let base = self.mapping, base.source == header.ssrc else { return nil }
         let extended = sourceSequences.unwrap(header.sequenceNumber)
-        guard extended >= firstSourceSequence else { return nil }
+        guard extended >= firstSourceSequence,
+              let mapping = admit(packet, header: header, vp8: vp8, sequence: extended, base: base)
+        else { return nil }
         let sequence = mapping.write(packet, header: header, vp8: vp8, ssrc: ssrc, payloadType: payloadType, into: &out)
         remember(sequence, source: header.sequenceNumber, mapping: mapping)
         if Int16(bitPattern: sequence &- lastSequence) > 0 { lastSequence = sequence }
@@ -188,6 +237,32 @@ public struct SlotStreamRewriter: Sendable {
         _ packet: [UInt8], header: RTPHeader, vp8: VP8PayloadDescriptor?, mapping: SlotMapping, into out: inout [UInt8]
     ) {
         mapping.write(packet, header: header, vp8: vp8, ssrc: ssrc, payloadType: payloadType, into: &out)
+    }
+
+    /// The mapping for one packet of the current publisher, its dropped predecessors taken
+    /// out; nil when the packet is not forwarded (a temporal layer above the target, or a
+    /// reordered packet too old to place), its sequence number and picture ID then dropped.
+    private mutating func admit(
+        _ packet: [UInt8], header: RTPHeader, vp8: VP8PayloadDescriptor?, sequence: UInt64, base: SlotMapping
+    ) -> SlotMapping? {
+        guard let vp8 else {
+            return droppedSequences.offset(of: sequence).map { base.removing(sequences: $0, pictureIDs: 0) }
+        }
+        let range = header.payloadRange
+        let keyFrame = range.lowerBound >= 0 && range.upperBound <= packet.count && range.lowerBound <= range.upperBound
+            && vp8.isKeyFrame(payload: packet[range])
+        let pictureID = vp8.pictureID.map { pictureIDs.unwrap(UInt64($0)) }
+        if temporal.admit(timestamp: header.timestamp, temporalLayer: vp8.temporalLayerID, layerSync: vp8.isLayerSync,
+                          keyFrame: keyFrame) {
+            let pictureOffset = pictureID.map { droppedPictureIDs.offset(of: $0) } ?? 0
+            if let pictureOffset, let sequenceOffset = droppedSequences.offset(of: sequence) {
+                return base.removing(sequences: sequenceOffset, pictureIDs: pictureOffset)
+            }
+        } else if let pictureID {
+            droppedPictureIDs.drop(pictureID)
+        }
+        if !droppedSequences.drop(sequence) { lateDrops &+= 1 }
+        return nil
     }
 
     private mutating func remember(_ sequence: UInt16, source: UInt16, mapping: SlotMapping) {

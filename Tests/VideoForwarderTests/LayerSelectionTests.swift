@@ -150,4 +150,67 @@ struct LayerSelectionTests {
         #expect(policy.decide(allocated: 1, now: Self.at(20.2)) == .stay)
         #expect(policy.pending == nil && policy.current == 1)
     }
+
+    /// The same simulcast with three temporal layers each (libwebrtc's 40 / 20 / 40 % split):
+    /// the rate with TID ≤ 0, ≤ 1, ≤ 2.
+    static let temporal = [Layer(bitrate: 150_000, height: 180, temporalBitrates: [60_000, 90_000, 150_000]),
+                           Layer(bitrate: 500_000, height: 360, temporalBitrates: [200_000, 300_000, 500_000]),
+                           Layer(bitrate: 1_500_000, height: 720, temporalBitrates: [600_000, 900_000, 1_500_000])]
+
+    func steps(_ budget: Int, _ demands: [LayerAllocator.Demand]) -> [String] {
+        LayerAllocator.allocateSteps(budget: budget, demands: demands).map { choice in
+            choice.map { "\($0.layer)/\($0.temporalLayer)\($0.allTemporalLayers ? "*" : "")" } ?? "-"
+        }
+    }
+
+    @Test func aShortBudgetDropsTemporalLayersBeforeTheSpatialLayer() {
+        let fresh = [LayerAllocator.Demand(layers: Self.temporal, priority: 0)]
+        #expect(steps(10_000_000, fresh) == ["2/2*"])
+        // Short of 720p's 1.5 M: 720p at half the frame rate, not 360p.
+        #expect(steps(1_200_000, fresh) == ["2/1"])
+        #expect(steps(650_000, fresh) == ["2/0"])
+        #expect(steps(550_000, fresh) == ["1/2*"])
+        #expect(steps(250_000, fresh) == ["1/0"])
+        // A thin link keeps the lowest layer at a quarter of its frame rate before pausing.
+        #expect(steps(70_000, fresh) == ["0/0"])
+        #expect(steps(50_000, fresh) == ["-"])
+        #expect(LayerAllocator.allocate(budget: 1_200_000, demands: fresh) == [2])
+        #expect(LayerAllocator.lowestChoice(of: fresh[0]) == .init(layer: 0, temporalLayer: 0, allTemporalLayers: false))
+    }
+
+    @Test func temporalStepsKeepTheHeadroomTheHoldOfTheLowestAndTheHeightCap() {
+        // Staying needs no headroom; one step up does.
+        let onHalfRate = LayerAllocator.Demand(layers: Self.temporal, priority: 0, current: 2, currentTemporalLayer: 1)
+        #expect(steps(900_000, [onHalfRate]) == ["2/1"])
+        let onQuarterRate = LayerAllocator.Demand(layers: Self.temporal, priority: 0, current: 2, currentTemporalLayer: 0)
+        #expect(steps(900_000, [onQuarterRate]) == ["2/0"])
+        #expect(steps(1_100_000, [onQuarterRate]) == ["2/1"])
+        // The lowest step forwarded now is kept down to 75 % of its rate.
+        let onLowest = LayerAllocator.Demand(layers: Self.temporal, priority: 0, current: 0, currentTemporalLayer: 0)
+        #expect(steps(46_000, [onLowest]) == ["0/0"])
+        #expect(steps(44_000, [onLowest]) == ["-"])
+        // A height cap ends the ladder at the top step of the tallest allowed layer.
+        let capped = LayerAllocator.Demand(layers: Self.temporal, maximumHeight: 360, priority: 0)
+        #expect(steps(10_000_000, [capped]) == ["1/2*"])
+        // A layer without temporal rates is one step among the others.
+        let mixed = LayerAllocator.Demand(layers: [Self.temporal[0], Layer(bitrate: 500_000, height: 360)], priority: 0)
+        #expect(steps(400_000, [mixed]) == ["0/2*"])
+        #expect(steps(500_000, [mixed]) == ["1/0*"])
+    }
+
+    /// Policy steps pack a layer and its TID so that quality order is numeric order within a
+    /// publisher: a drop of temporal layers is a move down (at once), taking them back a move
+    /// up (after the hold and the quiet period).
+    @Test func temporalMovesFollowThePolicy() {
+        let step = { (layer: Int, tid: UInt8) in LayerSwitchPolicy.step(layer: layer, temporalLayer: tid) }
+        #expect(LayerSwitchPolicy.layer(ofStep: step(2, 1)) == 2 && LayerSwitchPolicy.temporalLayer(ofStep: step(2, 1)) == 1)
+        #expect(LayerSwitchPolicy.layer(ofStep: step(-1, 3)) == -1 && step(0, 9) == step(0, 3))
+        #expect(step(1, 3) < step(2, 0))
+        var policy = LayerSwitchPolicy()
+        policy.switched(to: step(2, 3), now: Self.at(0))
+        #expect(policy.decide(allocated: step(2, 1), now: Self.at(0.5)) == .move(to: step(2, 1)))
+        policy.switched(to: step(2, 1), now: Self.at(0.5))
+        #expect(policy.decide(allocated: step(2, 3), now: Self.at(4)) == .stay)
+        #expect(policy.decide(allocated: step(2, 3), now: Self.at(8.6)) == .move(to: step(2, 3)))
+    }
 }
