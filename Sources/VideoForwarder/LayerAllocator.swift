@@ -24,8 +24,8 @@ public enum LayerAllocator {
     /// (GCC's 0.85 decrease), and a pause costs a freeze and a keyframe to undo, so the lowest
     /// layer is given up only on a clear shortfall (the hysteresis of the pause).
     public static let keepLowestFraction = 0.75
-    /// Likewise for a higher layer a slot forwards: it is kept while the budget covers this
-    /// share of it. One delay-based back-off sets the estimate to 85 % of what was acknowledged,
+    /// Likewise for a higher layer a slot forwards at its base temporal layer (or without
+    /// temporal layers): it is kept while the budget covers this share of it. One delay-based back-off sets the estimate to 85 % of what was acknowledged,
     /// below the layer that was being carried, so without this every overuse signal (one late
     /// burst on a busy host is enough) dropped the top layer; a link that is really thinner backs
     /// off again (to 72 %) and the layer goes.
@@ -161,6 +161,16 @@ public enum LayerAllocator {
             }
         }
 
+        /// What `candidate` must fit, as a share of its bitrate: more above the step forwarded
+        /// now; less for that step itself when it is its layer's base temporal layer (below
+        /// it is another layer, which costs a keyframe and a freeze; below a higher temporal
+        /// layer is the same layer at a lower frame rate, which costs nothing to undo).
+        func costFactor(of candidate: Int) -> Double {
+            guard let current else { return 1 }
+            if candidate > current { return upgradeHeadroom }
+            return candidate == current && steps[current].choice.temporalLayer == 0 ? keepCurrentFraction : 1
+        }
+
         /// The best step from `start` up that fits `remaining` more bit/s; a step above the one
         /// forwarded now must fit with `upgradeHeadroom`, the one forwarded now only
         /// `keepCurrentFraction` of its rate.
@@ -168,7 +178,7 @@ public enum LayerAllocator {
             var best = start
             guard top > start else { return best }
             for candidate in (start + 1)...top {
-                let cost = Double(steps[candidate].bitrate) * costFactor(of: candidate, forwarding: current)
+                let cost = Double(steps[candidate].bitrate) * costFactor(of: candidate)
                 guard Int(cost) - steps[start].bitrate <= remaining else { break }
                 best = candidate
             }
@@ -176,10 +186,4 @@ public enum LayerAllocator {
         }
     }
 
-    /// What a layer must fit, as a share of its bitrate, for a slot that forwards `forwarding`.
-    static func costFactor(of candidate: Int, forwarding: Int?) -> Double {
-        guard let forwarding else { return 1 }
-        if candidate > forwarding { return upgradeHeadroom }
-        return candidate == forwarding ? keepCurrentFraction : 1
-    }
 }

@@ -167,11 +167,14 @@ def test_a_thin_viewer_gets_the_lower_temporal_layers(netns_server: ChorusServer
         # Decoded throughout, at a quarter or half of the free viewer's rate.
         assert all(b > a for a, b in zip([before["thin"]["framesDecoded"]] + decoded, decoded)), window
         assert 0.15 * free_fps < thin_fps < 0.7 * free_fps, (thin_fps, free_fps, window)
-        # No freeze over 1 s (the measure: a shaped link's queue, which the estimator's
-        # probes fill at times, can hold a frame back a few hundred ms), and the decoder never
-        # lost its references: it would have asked for a key frame.
-        assert after["thin"]["totalFreezesDuration"] - before["thin"]["totalFreezesDuration"] < 1.0, window
-        assert after["thin"]["keyFramesDecoded"] == before["thin"]["keyFramesDecoded"], window
+        # No freeze over 1 s: frames decoded in every second of the window (above). Chromium's
+        # own freeze count is looser: at a quarter frame rate (~5 fps) it counts any gap over
+        # three frame intervals (600 ms), which a shaped link's queue, filled at times by the
+        # estimator's probes, makes now and then, so their total over 6 s is only bounded.
+        assert after["thin"]["totalFreezesDuration"] - before["thin"]["totalFreezesDuration"] < 2.0, window
+        # The decoder never lost its references: it would have asked for a key frame. (A key
+        # frame may still come: the publisher's encoder makes one when it adapts its resolution
+        # to its CPU, which a busy 2-core machine makes it do.)
         assert after["thin"]["pliCount"] == before["thin"]["pliCount"], window
         print(f"stream {full / 1000:.0f} kbit/s, thin link {link} kbit/s: TID <= {layer}, "
               f"{thin_fps:.1f} fps against {free_fps:.1f}; thin {after['thin']}")

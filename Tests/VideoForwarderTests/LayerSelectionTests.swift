@@ -85,6 +85,19 @@ struct LayerSelectionTests {
         #expect(allocate(1_275_000, [fresh]) == [1])
     }
 
+    @Test func aTemporalLayerIsNotKeptThroughABackOffItsLayersBaseIs() {
+        // 720p at 0.75 / 1.1 / 1.5 M for TID ≤ 0, 1, 2 above 180p at 150 k (one step).
+        let layers = [Layer(bitrate: 150_000, height: 180),
+                      Layer(bitrate: 1_500_000, height: 720, temporalBitrates: [750_000, 1_100_000, 1_500_000])]
+        let onTop = LayerAllocator.Demand(layers: layers, priority: 0, current: 1, currentTemporalLayer: 2)
+        // 85 % of the full rate: a frame rate step down (free to undo), not 720p kept.
+        #expect(LayerAllocator.allocateSteps(budget: 1_275_000, demands: [onTop]).first??.temporalLayer == 1)
+        // On the base temporal layer, the same back-off keeps it rather than losing 720p.
+        let onBase = LayerAllocator.Demand(layers: layers, priority: 0, current: 1, currentTemporalLayer: 0)
+        let kept = LayerAllocator.allocateSteps(budget: 150_000 + 620_000, demands: [onBase]).first ?? nil
+        #expect(kept?.layer == 1 && kept?.temporalLayer == 0)
+    }
+
     static func at(_ seconds: Double) -> MediaTime { MediaTime(nanoseconds: UInt64(seconds * 1e9)) }
 
     @Test func downAtOnceUpOnlyAfterHoldingAndAQuietPeriod() {
