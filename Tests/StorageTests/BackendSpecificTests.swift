@@ -5,6 +5,7 @@ import PostgresStorage
 import Storage
 import Testing
 
+/// What only the SQLite store has: its file's journal and sync settings.
 @Suite("SQLite store specifics")
 struct SQLiteStoreTests {
     @Test func walAndFullSynchronousAreOn() async throws {
@@ -15,6 +16,8 @@ struct SQLiteStoreTests {
     }
 }
 
+/// What only the PostgreSQL store has: session settings, migrations by several nodes, connect
+/// errors, and an outage of the server under a connected store.
 @Suite("PostgreSQL store specifics")
 struct PostgresStoreTests {
     static var quiet: Logger {

@@ -3,6 +3,7 @@ import Foundation
 import Storage
 import Testing
 
+/// Call rows: the listing filters and pages, and the lifecycle writes, once per backend.
 @Suite("Call records, on SQLite and on PostgreSQL")
 struct StorageCallTests {
     func call(_ n: Int, _ app: ApplicationRecord, room: String, user: String, at time: Date) -> CallRecord {

@@ -3,6 +3,7 @@ import Foundation
 import Storage
 import Testing
 
+/// The store contract every implementation keeps, run once per backend.
 @Suite("Storage, on SQLite and on PostgreSQL")
 struct StorageTests {
     @Test(arguments: StorageBackend.allCases)

@@ -1,6 +1,7 @@
 import Storage
 import Testing
 
+/// What `--db` may name, what it may not (and the message), and the schema in both dialects.
 @Suite("--db locations")
 struct StoreLocationTests {
     @Test func pathsStaySQLite() throws {
