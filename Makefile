@@ -19,7 +19,11 @@ SHELL := /bin/bash
 # run by Debian's /usr/bin/python3): webrtcbin, DTLS and SRTP (bad), Opus, test sources and
 # converters (base), VP8, RTP, level and spectrum (good), libnice's ICE (nice), GstWebRTC and
 # GstSdp from Python (the typelibs).
-APT_PACKAGES := libopus-dev libvpx-dev libsrtp2-dev libssl-dev libsqlite3-dev pkg-config chromium janus iproute2 curl coturn nftables socat firefox-esr \
+# postgresql: initdb, pg_ctl and psql (/usr/lib/postgresql/15/bin) for the throwaway PostgreSQL
+# servers that the storage tests (Sources/ChorusTestSupport/PostgresTestServer.swift) and the
+# interop tests (Tests/Interop/postgres.py) start in a temporary folder, as `nobody` under root.
+# Debian's own cluster on port 5432 is not used (and does not start on a machine without systemd).
+APT_PACKAGES := libopus-dev libvpx-dev libsrtp2-dev libssl-dev libsqlite3-dev pkg-config chromium janus iproute2 curl coturn nftables socat firefox-esr postgresql \
 	gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-nice \
 	python3-gi gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0 gir1.2-gst-plugins-bad-1.0
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)

@@ -25,6 +25,11 @@ let package = Package(
         // FullFoundation only: the ConfigurationSupport trait would build swift-configuration for nothing.
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.0", traits: ["FullFoundation"]),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.0.0"),
+        // PostgreSQL storage (`--db postgres://…`): postgres-nio's pooled client. It brings
+        // swift-nio-ssl and swift-crypto (SCRAM-SHA-256) with it; NIOSSL is named here only for
+        // the TLS settings of `sslmode`.
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.25.0"),
     ],
     targets: [
         // System libraries (edge of the C world). The shim header wraps macros and variadics.
@@ -136,10 +141,23 @@ let package = Package(
             swiftSettings: strict
         ),
 
-        // SQLite through GRDB: migrations, records and stores (an edge target).
+        // The storage protocol (ChorusStore), its records, the schema as one description, the
+        // `--db` location, and the SQLite implementation through GRDB (an edge target).
         .target(
             name: "Storage",
             dependencies: ["ChorusCore", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strict
+        ),
+        // The PostgreSQL implementation of ChorusStore over postgres-nio's pool (an edge target).
+        .target(
+            name: "PostgresStorage",
+            dependencies: [
+                "Storage",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict
         ),
 
@@ -163,8 +181,9 @@ let package = Package(
             swiftSettings: strict
         ),
 
-        // What several test targets share: seeded generators, test signals, the fixtures, and a
-        // client peer built from the project's own client-role ICE, DTLS and SRTP.
+        // What several test targets share: seeded generators, test signals, the fixtures, a
+        // client peer built from the project's own client-role ICE, DTLS and SRTP, and a
+        // throwaway PostgreSQL server (Debian's binaries, started and removed by the tests).
         .target(
             name: "ChorusTestSupport",
             dependencies: ["ChorusCore", "STUN", "ICELite", "DTLS", "SRTP", "RTP", "RTCP", "CongestionControl"],
@@ -186,7 +205,7 @@ let package = Package(
             name: "chorus",
             dependencies: [
                 "LoadGenerator",
-                "ChorusCore", "Auth", "Rooms", "SDP", "Storage", "ControlAPI", "MediaSocket", "DTLS",
+                "ChorusCore", "Auth", "Rooms", "SDP", "Storage", "PostgresStorage", "ControlAPI", "MediaSocket", "DTLS",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -230,7 +249,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "StorageTests", dependencies: ["Storage", "ChorusCore"]),
+        .testTarget(
+            name: "StorageTests",
+            dependencies: ["Storage", "PostgresStorage", "ChorusCore", "ChorusTestSupport",
+                           .product(name: "Logging", package: "swift-log")]
+        ),
         .testTarget(
             name: "MediaSocketTests",
             dependencies: ["MediaSocket", "ChorusCore", "STUN", .product(name: "Logging", package: "swift-log"),

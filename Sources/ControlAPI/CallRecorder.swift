@@ -9,12 +9,12 @@ import Storage
 /// waiting); one task writes them in order. Run as a Service listed before the HTTP server and
 /// the rooms, so that at shutdown it stops last and drains the `serverShutdown` endings.
 public final class CallRecorder: Service, Sendable {
-    private let database: ChorusDatabase
+    private let database: any ChorusStore
     private let logger: Logger
     private let stream: AsyncStream<RoomEvent>
     private let continuation: AsyncStream<RoomEvent>.Continuation
 
-    public init(database: ChorusDatabase, logger: Logger) {
+    public init(database: any ChorusStore, logger: Logger) {
         self.database = database
         self.logger = logger
         (stream, continuation) = AsyncStream.makeStream(of: RoomEvent.self)

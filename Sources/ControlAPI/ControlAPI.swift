@@ -30,7 +30,7 @@ public final class ControlAPI: Sendable {
     /// Cap on a request's header section (NIO's decoder refuses more: 431 `headersTooLarge`).
     public static let maxHeaderBytes = 80 * 1024
 
-    public let database: ChorusDatabase
+    public let database: any ChorusStore
     public let registry: RoomRegistry
     let tokens: AccessTokenSigner
     let configuration: ControlAPIConfiguration
@@ -41,7 +41,7 @@ public final class ControlAPI: Sendable {
 
     /// Builds the API over an open database: loads (or creates) the token signing key.
     public init(
-        database: ChorusDatabase, registry: RoomRegistry, configuration: ControlAPIConfiguration = .init(),
+        database: any ChorusStore, registry: RoomRegistry, configuration: ControlAPIConfiguration = .init(),
         prometheus: PrometheusCollectorRegistry, clock: @escaping @Sendable () -> Date = { Date() }
     ) async throws {
         self.database = database

@@ -23,6 +23,16 @@ public struct ApplicationRecord: Codable, Sendable, Equatable, FetchableRecord, 
         self.createdAt = createdAt
     }
 
+    /// A stored row as it is, for stores that read rows themselves.
+    public init(id: Int64?, key: String, secret: String, name: String, autoCreateRooms: Bool, createdAt: Date) {
+        self.id = id
+        self.key = key
+        self.secret = secret
+        self.name = name
+        self.autoCreateRooms = autoCreateRooms
+        self.createdAt = createdAt
+    }
+
     public var applicationKey: ApplicationKey? { try? ApplicationKey(validating: key) }
 
     public mutating func didInsert(_ inserted: InsertionSuccess) {
@@ -30,7 +40,7 @@ public struct ApplicationRecord: Codable, Sendable, Equatable, FetchableRecord, 
     }
 }
 
-extension ChorusDatabase {
+extension SQLiteStore {
     /// Stores a new application.
     public func insertApplication(_ record: ApplicationRecord) async throws(StorageError) -> ApplicationRecord {
         try await insert(record)

@@ -55,7 +55,7 @@ public struct CallFilter: Sendable, Equatable {
     }
 }
 
-extension ChorusDatabase {
+extension SQLiteStore {
     public func insertCall(_ record: CallRecord) async throws(StorageError) -> CallRecord {
         try await insert(record)
     }
@@ -87,7 +87,7 @@ extension ChorusDatabase {
     }
 }
 
-extension ChorusDatabase {
+extension SQLiteStore {
     /// Removes a call that never started (its join was refused).
     public func deleteCall(callId: String) async throws(StorageError) {
         try await write { db in _ = try CallRecord.filter(Column("callId") == callId).deleteAll(db) }

@@ -42,7 +42,7 @@ public enum StatisticsInsertOutcome: Sendable, Equatable {
     case keyReusedWithDifferentBody
 }
 
-extension ChorusDatabase {
+extension SQLiteStore {
     /// Commits an upload (durably, before returning), honouring its idempotency key.
     public func insertStatistics(_ record: CallStatisticsRecord) async throws(StorageError)
         -> StatisticsInsertOutcome

@@ -29,4 +29,13 @@ public struct Page<Item: Sendable>: Sendable {
         self.items = items
         self.nextPageToken = nextPageToken
     }
+
+    /// Cuts `limit + 1` fetched rows into a page and the token for the next one.
+    public init(cutting rows: [Item], limit: Int, rowID: (Item) -> Int64) {
+        guard rows.count > limit, let last = rows.prefix(limit).last else {
+            self.init(items: rows, nextPageToken: nil)
+            return
+        }
+        self.init(items: Array(rows.prefix(limit)), nextPageToken: PageToken(afterRowID: rowID(last)))
+    }
 }

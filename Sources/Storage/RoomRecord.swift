@@ -29,7 +29,7 @@ public struct RoomRecord: Codable, Sendable, Equatable, FetchableRecord, Mutable
     }
 }
 
-extension ChorusDatabase {
+extension SQLiteStore {
     /// Stores a new open room; `.conflict` when an open room with that ID exists.
     public func insertRoom(_ record: RoomRecord) async throws(StorageError) -> RoomRecord {
         try await insert(record)
@@ -101,9 +101,6 @@ extension ChorusDatabase {
 
     /// Cuts `limit + 1` fetched rows into a page and the token for the next one.
     static func page<T>(_ rows: [T], limit: Int, rowID: (T) -> Int64) -> Page<T> {
-        guard rows.count > limit, let last = rows.prefix(limit).last else {
-            return Page(items: rows, nextPageToken: nil)
-        }
-        return Page(items: Array(rows.prefix(limit)), nextPageToken: PageToken(afterRowID: rowID(last)))
+        Page(cutting: rows, limit: limit, rowID: rowID)
     }
 }

@@ -9,19 +9,21 @@ public enum SequenceOutcome: Equatable, Sendable {
     case replayed(lastAccepted: String)
 }
 
-extension ChorusDatabase {
+extension SQLiteStore {
     /// Records `sequence` as the new high-water mark for (application, user) when it is strictly
-    /// greater than the stored one, in one transaction so two concurrent registrations with the
-    /// same sequence cannot both pass. `isGreater(new, stored)` compares canonical decimals.
+    /// greater than the stored one, in one transaction on the single writer, so two concurrent
+    /// registrations with the same sequence cannot both pass.
     public func acceptRegistrationSequence(
-        applicationId: Int64, userId: String, sequence: String, at now: Date,
-        isGreater: @escaping @Sendable (String, String) -> Bool
+        applicationId: Int64, userId: String, sequence: String, at now: Date
     ) async throws(StorageError) -> SequenceOutcome {
-        try await write { db in
+        guard CanonicalDecimal.isValid(sequence) else {
+            throw .conflict("sequence \(sequence.prefix(48)) is not a canonical decimal")
+        }
+        return try await write { db in
             let stored = try String.fetchOne(
                 db, sql: "SELECT lastSequence FROM userRegistration WHERE applicationId = ? AND userId = ?",
                 arguments: [applicationId, userId])
-            if let stored, !isGreater(sequence, stored) {
+            if let stored, !CanonicalDecimal.isGreater(sequence, than: stored) {
                 return .replayed(lastAccepted: stored)
             }
             try db.execute(

@@ -17,7 +17,7 @@ struct Apps: AsyncParsableCommand {
         @OptionGroup var database: DatabaseOption
 
         func run() async throws {
-            let db = try ChorusDatabase(path: database.path)
+            let db = try await database.open()
             var record = ApplicationRecord(key: ApplicationCredentials.newKey(),
                                            secret: ApplicationCredentials.newSecret(), name: name, createdAt: Date())
             record.autoCreateRooms = !noAutoCreateRooms
@@ -33,7 +33,7 @@ struct Apps: AsyncParsableCommand {
         @OptionGroup var database: DatabaseOption
 
         func run() async throws {
-            let db = try ChorusDatabase(path: database.path)
+            let db = try await database.open()
             let formatter = ISO8601DateFormatter()
             for app in try await db.applications() {
                 print("\(app.key)  \(formatter.string(from: app.createdAt))  \(app.name)")

@@ -10,7 +10,7 @@ struct DevelopmentApplication {
     let secret: String
     let created: Bool
 
-    static func ensure(_ db: ChorusDatabase) async throws -> DevelopmentApplication {
+    static func ensure(_ db: any ChorusStore) async throws -> DevelopmentApplication {
         if let existing = try await db.applications().first(where: { $0.name == name }) {
             return DevelopmentApplication(key: existing.key, secret: existing.secret, created: false)
         }

@@ -94,7 +94,7 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("the consent timeout must be between 5 and 600 seconds")
         }
 
-        let db = try ChorusDatabase(path: database.path)
+        let db = try await database.open(logger: logger)
         let router = DatagramRouter()
         let tcpPort: MediaSocket.TCPPort = switch tcpMedia {
         case nil: .sameAsUDP
@@ -153,6 +153,7 @@ struct Serve: AsyncParsableCommand {
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger))
         try await group.run()
+        await db.close()
         logger.info("chorus stopped")
     }
 }

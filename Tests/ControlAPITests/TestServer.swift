@@ -26,7 +26,7 @@ final class TestServer: Sendable {
     static let appSecret = "4/hSWjjY6CVZ/x3aJQFJVg=="
 
     let api: ControlAPI
-    let database: ChorusDatabase
+    let database: any ChorusStore
     let application: ApplicationRecord
     let clock: TestClock
     let port: Int
@@ -35,7 +35,7 @@ final class TestServer: Sendable {
     /// The temporary folder of the database file, removed by `stop`.
     let directory: URL
 
-    private init(api: ControlAPI, database: ChorusDatabase, application: ApplicationRecord, clock: TestClock,
+    private init(api: ControlAPI, database: any ChorusStore, application: ApplicationRecord, clock: TestClock,
                  port: Int, task: Task<Void, any Error>, directory: URL) {
         self.directory = directory
         self.api = api
@@ -49,7 +49,7 @@ final class TestServer: Sendable {
     static func start(rateLimit: Double? = nil, idleTimeout: Duration? = nil) async throws -> TestServer {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("chorus-api-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        let database = try ChorusDatabase(path: dir.appendingPathComponent("api.sqlite").path)
+        let database = try SQLiteStore(path: dir.appendingPathComponent("api.sqlite").path)
         let application = try await database.insertApplication(ApplicationRecord(
             key: try ApplicationKey(validating: appKey), secret: appSecret, name: "test", createdAt: Date()))
         let clock = TestClock()

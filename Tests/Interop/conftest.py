@@ -12,6 +12,11 @@ A test may stop, kill (-9) and start the same server again on the same database 
 
 `insert_call` writes a row into the `call` table while the server is stopped: calls are
 normally created by a media join, which the control API cannot do.
+
+`postgres` is a throwaway PostgreSQL server (postgres.py) shared by the session, and
+`chorus_pg_server` a started server on a fresh database of it (`--db postgres://…`);
+`storage_backend` runs a test once on SQLite and once on PostgreSQL (`backend_server` is
+then the started server of that backend).
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ import pytest
 import requests
 
 from netns import Namespace
+from postgres import PostgresServer
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 OPENAPI_PATH = REPO_ROOT / "Sources" / "ControlAPI" / "Resources" / "openapi.yaml"
@@ -83,11 +89,12 @@ class ChorusServer:
     environment (which otherwise has no CHORUS_ variable but CHORUS_OPENAPI_PATH).
     """
 
-    def __init__(self, binary: str, db_path: Path, log_path: Path, extra_args: Sequence[str] = (),
+    def __init__(self, binary: str, db_path: Path | str, log_path: Path, extra_args: Sequence[str] = (),
                  extra_env: dict[str, str] | None = None):
         self.binary = binary
-        self.db_path = db_path
+        self.db_path = db_path  # an SQLite file, or a postgres:// URL
         self.log_path = log_path
+        self.postgres: tuple[PostgresServer, str] | None = None  # (server, database) for a PostgreSQL URL
         self.extra_args = list(extra_args)
         self.extra_env = dict(extra_env or {})
         self.process: subprocess.Popen[str] | None = None
@@ -244,6 +251,47 @@ def chorus_server(chorus_bin: str, tmp_path: Path):
     yield from started(ChorusServer(chorus_bin, tmp_path / "chorus.sqlite", tmp_path / "chorus.log"))
 
 
+# -- PostgreSQL ------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A throwaway PostgreSQL server for the whole session, removed at its end."""
+    server = PostgresServer()
+    try:
+        yield server
+    finally:
+        server.remove()
+
+
+def postgres_chorus(chorus_bin: str, postgres: PostgresServer, tmp_path: Path) -> ChorusServer:
+    """A (not yet started) server on a fresh database of `postgres`."""
+    database = postgres.create_database()
+    server = ChorusServer(chorus_bin, postgres.url(database), tmp_path / "chorus.log")
+    server.postgres = (postgres, database)
+    return server
+
+
+@pytest.fixture
+def chorus_pg_server(chorus_bin: str, postgres: PostgresServer, tmp_path: Path):
+    """A started server on a fresh PostgreSQL database; stopped as `chorus_server` is."""
+    yield from started(postgres_chorus(chorus_bin, postgres, tmp_path))
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def storage_backend(request) -> str:
+    return request.param
+
+
+@pytest.fixture
+def backend_server(storage_backend: str, chorus_bin: str, tmp_path: Path, request):
+    """A started server on the `storage_backend` of this run of the test."""
+    if storage_backend == "sqlite":
+        server = ChorusServer(chorus_bin, tmp_path / "chorus.sqlite", tmp_path / "chorus.log")
+    else:
+        server = postgres_chorus(chorus_bin, request.getfixturevalue("postgres"), tmp_path)
+    yield from started(server)
+
+
 # -- a client on another network -----------------------------------------------------------------
 
 @pytest.fixture
@@ -317,6 +365,19 @@ def insert_call_row(
     return call_id
 
 
+def insert_call_row_postgres(postgres: PostgresServer, database: str, application_key: str, *,
+                             call_id: str | None = None, room_id: str = "interop-room",
+                             user_id: str = "interop-user", state: str = "progressing") -> str:
+    """`insert_call_row` for a PostgreSQL database (the fields the tests on PostgreSQL use)."""
+    call_id = call_id or str(uuid.uuid4())
+    postgres.psql(
+        'INSERT INTO "call" ("callId", "applicationId", "roomId", "userId", "state", "joinedAt") '
+        """SELECT :'call', "id", :'room', :'user', :'state', now() FROM "application" WHERE "key" = :'key';""",
+        database=database,
+        variables={"call": call_id, "room": room_id, "user": user_id, "state": state, "key": application_key})
+    return call_id
+
+
 @pytest.fixture
 def insert_call():
     """`insert_call(server, **fields) -> callId`: a call of the server's development application.
@@ -327,6 +388,8 @@ def insert_call():
     def insert(server: ChorusServer, **fields: Any) -> str:
         assert not server.running, "stop the server before writing to its database"
         assert server.banner is not None, "start the server once first (migrations, dev application)"
+        if server.postgres is not None:
+            return insert_call_row_postgres(*server.postgres, server.banner.key, **fields)
         return insert_call_row(server.db_path, server.banner.key, **fields)
 
     return insert

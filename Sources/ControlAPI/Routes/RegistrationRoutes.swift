@@ -57,13 +57,7 @@ extension ControlAPI {
         }
         let now = now()
         let outcome = try await database.acceptRegistrationSequence(
-            applicationId: appId, userId: userId.rawValue, sequence: sequence.decimal, at: now
-        ) { new, stored in
-            guard let new = try? RegistrationSequence(validating: new),
-                  let stored = try? RegistrationSequence(validating: stored)
-            else { return false }
-            return new > stored
-        }
+            applicationId: appId, userId: userId.rawValue, sequence: sequence.decimal, at: now)
         if case .replayed(let last) = outcome {
             metrics.registrationsReplayed.increment()
             throw APIError(.conflict, "sequenceReplayed",

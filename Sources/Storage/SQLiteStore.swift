@@ -1,15 +1,14 @@
 import Foundation
 import GRDB
 
-/// The server's SQLite database: applications, user registrations, rooms, calls and per-call
-/// statistics, plus the server's own secrets. Opened once by the composition root and shared by
-/// the control API; every method is `async` and runs on GRDB's writer or reader queues, never on
-/// a room's queue.
+/// The SQLite implementation of `ChorusStore` (the embedded default): one file opened once by
+/// the composition root and shared by the control API; every method is `async` and runs on
+/// GRDB's writer or reader queues, never on a room's queue.
 ///
 /// Durability: a file database runs in WAL mode with `synchronous = FULL`, so a write that
 /// returned (and so was acknowledged to a client) survives a crash or power loss. `:memory:`
 /// is for tests and throwaway runs.
-public final class ChorusDatabase: Sendable {
+public final class SQLiteStore: ChorusStore {
     let writer: any DatabaseWriter
     /// Where the data lives: a file path, or ":memory:".
     public let location: String
@@ -34,6 +33,9 @@ public final class ChorusDatabase: Sendable {
             throw StorageError.unavailable("cannot open database at \(path): \(error)")
         }
     }
+
+    /// Nothing to do: GRDB closes the file when the store is released.
+    public func close() async {}
 
     /// Runs SQLite's own consistency check; "ok" when the file is sound.
     public func integrityCheck() async throws(StorageError) -> String {
@@ -100,7 +102,7 @@ public enum StorageError: Error, Equatable, Sendable {
     }
 }
 
-extension ChorusDatabase {
+extension SQLiteStore {
     /// The value of a read-only PRAGMA, as text (for operations and tests).
     public func pragma(_ name: String) async throws(StorageError) -> String? {
         guard name.allSatisfy({ $0.isLetter || $0 == "_" }) else { return nil }
