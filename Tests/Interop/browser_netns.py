@@ -104,6 +104,18 @@ LAST_SECOND = """
 """
 
 
+# `offer(pc)` for a page's script: the local offer once ICE gathering completes (at most 3 s),
+# since Chorus takes no trickled candidates.
+GATHERED_OFFER_JS = r"""  async function offer(pc) {
+    await pc.setLocalDescription(await pc.createOffer());
+    await new Promise((resolve) => {
+      if (pc.iceGatheringState === 'complete') return resolve();
+      pc.addEventListener('icegatheringstatechange', () => pc.iceGatheringState === 'complete' && resolve());
+      setTimeout(resolve, 3000);
+    });
+    return pc.localDescription.sdp;
+  }"""
+
 def page_setup(send: str, receive: str, config: str = "{bundlePolicy: 'max-bundle'}", gather_ms: int = 5000) -> str:
     """PAGE_TEMPLATE with its parts: the page's setup, whose value is the browser's offer."""
     return (PAGE_TEMPLATE.replace("__SEND__", send).replace("__RECEIVE__", receive)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from browser_netns import launch, open_page, serve_page_folder
+from browser_netns import GATHERED_OFFER_JS, launch, open_page, serve_page_folder
 from chromium import Chromium, wait_for
 from firefox import Firefox
 from conftest import ChorusServer
@@ -36,15 +36,7 @@ ROOM = "simulcast"
 PAGE_SCRIPT = r"""
 window.sim = (() => {
   const pcs = {};
-  async function offer(pc) {
-    await pc.setLocalDescription(await pc.createOffer());
-    await new Promise((resolve) => {
-      if (pc.iceGatheringState === 'complete') return resolve();
-      pc.addEventListener('icegatheringstatechange', () => pc.iceGatheringState === 'complete' && resolve());
-      setTimeout(resolve, 3000);
-    });
-    return pc.localDescription.sdp;
-  }
+%GATHERED_OFFER%
   return {
     async publish(name) {
       const stream = await navigator.mediaDevices.getUserMedia(
@@ -87,7 +79,7 @@ window.sim = (() => {
   };
 })();
 true
-"""
+""".replace("%GATHERED_OFFER%", GATHERED_OFFER_JS)
 
 
 def loss(before: dict, after: dict) -> float:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from browser_netns import launch, open_page, serve_page_folder
+from browser_netns import GATHERED_OFFER_JS, launch, open_page, serve_page_folder
 from chromium import Chromium, wait_for
 from conftest import ChorusServer
 from netns import Namespace
@@ -30,15 +30,7 @@ ROOM = "temporal"
 PAGE_SCRIPT = r"""
 window.tl = (() => {
   const pcs = {};
-  async function offer(pc) {
-    await pc.setLocalDescription(await pc.createOffer());
-    await new Promise((resolve) => {
-      if (pc.iceGatheringState === 'complete') return resolve();
-      pc.addEventListener('icegatheringstatechange', () => pc.iceGatheringState === 'complete' && resolve());
-      setTimeout(resolve, 3000);
-    });
-    return pc.localDescription.sdp;
-  }
+%GATHERED_OFFER%
   return {
     async publish(name) {
       const stream = await navigator.mediaDevices.getUserMedia(
@@ -78,7 +70,7 @@ window.tl = (() => {
   };
 })();
 true
-"""
+""".replace("%GATHERED_OFFER%", GATHERED_OFFER_JS)
 
 
 def test_a_thin_viewer_gets_the_lower_temporal_layers(netns_server: ChorusServer, namespace: Namespace,

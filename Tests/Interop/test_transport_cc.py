@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from browser_netns import GATHERED_OFFER_JS
 from chromium import Chromium, wait_for
 from conftest import ChorusServer
 
@@ -29,15 +30,7 @@ TWCC = "http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-0
 PAGE_SCRIPT = r"""
 window.twcc = (() => {
   const pcs = {};
-  async function offer(pc) {
-    await pc.setLocalDescription(await pc.createOffer());
-    await new Promise((resolve) => {
-      if (pc.iceGatheringState === 'complete') return resolve();
-      pc.addEventListener('icegatheringstatechange', () => pc.iceGatheringState === 'complete' && resolve());
-      setTimeout(resolve, 3000);
-    });
-    return pc.localDescription.sdp;
-  }
+%GATHERED_OFFER%
   return {
     async publish(name) {
       const stream = await navigator.mediaDevices.getUserMedia(
@@ -65,7 +58,7 @@ window.twcc = (() => {
   };
 })();
 true
-"""
+""".replace("%GATHERED_OFFER%", GATHERED_OFFER_JS)
 
 
 @pytest.fixture
