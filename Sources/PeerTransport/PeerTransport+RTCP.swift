@@ -124,11 +124,14 @@ extension PeerTransport {
         else { return }
         let value = AbsoluteSendTime(nanoseconds: now.nanoseconds)
         if RTPHeaderRewriter.setAbsoluteSendTime(value, extensionID: stamp.id, in: &packet, header: header) { return }
-        let data = [UInt8(truncatingIfNeeded: value.rawValue >> 16), UInt8(truncatingIfNeeded: value.rawValue >> 8),
-                    UInt8(truncatingIfNeeded: value.rawValue)]
-        if let stamped = RTPHeaderRewriter.addingExtension(id: stamp.id, data: data, to: packet, header: header) {
-            packet = stamped
+        // As for the transport-wide stamp: one allocation, with room for the SRTP tag.
+        let data = (UInt8(truncatingIfNeeded: value.rawValue >> 16), UInt8(truncatingIfNeeded: value.rawValue >> 8),
+                    UInt8(truncatingIfNeeded: value.rawValue))
+        let stamped = withUnsafeBytes(of: data) { bytes in
+            RTPHeaderRewriter.addingExtension(id: stamp.id, data: bytes, to: packet, header: header,
+                                              extraCapacity: Self.srtpTagCapacity)
         }
+        if let stamped { packet = stamped }
     }
 
     /// The longest SRTP tag (AEAD_AES_128_GCM's 16 bytes; HMAC-SHA1-80's is 10).

@@ -31,6 +31,13 @@ extension RoomCore {
         return downlink.map { max($0 - Self.audioReserveBitsPerSecond, 0) }
     }
 
+    /// The budget from the server's own estimate only, nil for a REMB-only subscriber: what
+    /// bounds repairs (`RetransmissionLimiter`). A REMB measures what the client receives, not
+    /// what its link could carry (a quarter of aiortc's ~100 kbit/s left 5 % loss unrepaired).
+    func measuredVideoBudget(of subscriber: Participant) -> Int? {
+        subscriber.transport.estimatedBitrate == nil ? nil : videoBudget(of: subscriber)
+    }
+
     /// The publisher's layers being received now, from the lowest quality to the highest: by
     /// keyframe height (VP8), leaving out layers whose keyframe has not been seen yet (no slot
     /// could switch to them, and a layer's bitrate says little while its encoder ramps up);

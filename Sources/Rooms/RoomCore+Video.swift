@@ -219,10 +219,7 @@ extension RoomCore {
                           .packet(sourceSequence, now: now),
                       let header = try? RTPHeader(parsing: cached)
                 else { continue }
-                // Only the server's own estimate bounds repairs: a REMB measures what the client
-                // receives, not what its link could carry (an aiortc REMB of ~100 kbit/s left a
-                // quarter of it for repairs, and 5 % loss froze its picture).
-                let budget = participants[subscriber].flatMap { $0.transport.estimatedBitrate == nil ? nil : videoBudget(of: $0) }
+                let budget = participants[subscriber].flatMap { measuredVideoBudget(of: $0) }
                 guard participants[subscriber]?.video.retransmissions.allow(
                     slot: index, sequenceNumber: sequence, bytes: cached.count, budget: budget, now: now) == true
                 else { continue }
