@@ -77,16 +77,20 @@ extension RoomCore {
                 return nil
             }
         }
+        guard let only = participant.video.publisher?.layers.first else { return nil }
         if let rtxType = publisher.rtxPayloadType, header.payloadType.rawValue == rtxType {
-            guard let primary = participant.video.publisher?.layers.first?.ssrc,
+            guard let primary = only.ssrc,
                   let original = Self.unwrapRTX(bytes, header: header, primary: primary, payloadType: publisher.payloadType)
             else { return nil }
             return (0, original.packet, original.header, true)
         }
         guard header.payloadType.rawValue == publisher.payloadType else { return nil }
-        if participant.video.publisher?.layers.first?.ssrc == nil { participant.video.publisher?.layers[0].ssrc = header.ssrc }
-        guard header.ssrc == participant.video.publisher?.layers.first?.ssrc else { return nil }
-        return (0, bytes, header, false)
+        // Without a=ssrc lines the first media packet names the camera's SSRC.
+        guard let ssrc = only.ssrc else {
+            participant.video.publisher?.layers[0].ssrc = header.ssrc
+            return (0, bytes, header, false)
+        }
+        return header.ssrc == ssrc ? (0, bytes, header, false) : nil
     }
 
     /// Writes one publisher packet into each slot that shows (or is switching to) its layer. A
