@@ -172,9 +172,9 @@ extension RoomCore {
         case .talkingStarted(let id), .talkingStopped(let id):
             let started = if case .talkingStarted = event { true } else { false }
             participants[id]?.audio.talking = started
-            emit(event.name, participantFields(id))
+            emit(started ? .talkingStarted : .talkingStopped, participantFields(id))
         case .dominantSpeaker(let id):
-            emit(event.name, id.map(participantFields) ?? ["callId": .null])
+            emit(.speakerDominant, id.map(participantFields) ?? ["callId": .null])
             if let id { noteDominantSpeaker(id, now: now) }
         }
     }

@@ -52,13 +52,13 @@ extension RoomCore {
         ]
         if let audioMuted, audioMuted != participant.audioMuted {
             participant.audioMuted = audioMuted
-            emit(audioMuted ? "audio.muted" : "audio.unmuted", base)
+            emit(audioMuted ? .audioMuted : .audioUnmuted, base)
         }
         if let videoPaused, videoPaused != participant.videoPaused {
             participant.videoPaused = videoPaused
             var fields = base
             if videoPaused { fields["reason"] = .string("request") }
-            emit(videoPaused ? "video.paused" : "video.resumed", fields)
+            emit(videoPaused ? .videoPaused : .videoResumed, fields)
             slotsChanged = true
         }
         if let pinned {

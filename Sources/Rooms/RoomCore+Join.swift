@@ -50,7 +50,7 @@ extension RoomCore {
                 "callId": .string(request.callId.rawValue), "userId": .string(request.userId.rawValue),
             ]
             if let name = request.displayName { fields["displayName"] = .string(name) }
-            emit("participant.joined", fields)
+            emit(.participantJoined, fields)
             return JoinAnswer(sdp: plan.answer, snapshot: participant.snapshot())
         }
     }

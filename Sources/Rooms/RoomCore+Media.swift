@@ -102,7 +102,7 @@ extension RoomCore {
         participant.establishedAt = wallClock.date(at: now)
         participant.srtpProfile = profile
         RoomMetrics.handshakes(ok: true)
-        emit("participant.established", [
+        emit(.participantEstablished, [
             "callId": .string(callId.rawValue), "userId": .string(participant.userId.rawValue),
             "srtpProfile": .string(profile),
         ])
@@ -141,7 +141,7 @@ extension RoomCore {
         if !participant.video.slots.isEmpty { ended["slots"] = participant.slotsRecord }
         if let downlink = participant.downlinkRecord { ended["downlink"] = downlink }
         recordLayerSwitches(of: participant)
-        emit("participant.ended", ended)
+        emit(.participantEnded, ended)
         // The leave is on the event stream; now the peer hears it too (BYE, close_notify),
         // unless its DTLS failed, in which case there is no one to tell.
         if cause != .failed { participant.transport.close(sources: participant.sentSources, now: now, transmits: &output.transmits) }

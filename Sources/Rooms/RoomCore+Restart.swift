@@ -72,7 +72,7 @@ extension RoomCore {
             participant.answer.local.iceUfrag = local.ufrag
             participant.answer.local.icePwd = local.password
             participant.answer.local.sessionVersion &+= 1
-            emit("participant.iceRestarted", [
+            emit(.participantICERestarted, [
                 "callId": .string(callId.rawValue), "userId": .string(participant.userId.rawValue),
             ])
         }

@@ -41,7 +41,7 @@ extension RoomCore {
         if participant.videoPaused { return }
         if publisher.inactive {
             participant.video.publisher?.inactive = false
-            emit("video.resumed", participantFields(callId))
+            emit(.videoResumed, participantFields(callId))
         }
         if !wasShowable || publisher.inactive { reassignSlots(now: now) }
         forward(packet, header: header, vp8: vp8, from: callId, layer: layer, codec: publisher.codec,

@@ -90,7 +90,7 @@ extension RoomCore {
             if slot.pausedForBandwidth { entry["paused"] = .string("bandwidth") }
             return .object(entry)
         })
-        emit("video.slots", fields)
+        emit(.videoSlots, fields)
     }
 
     /// The dominant speaker changed: it moves to the front of the recent-speakers list that
@@ -135,7 +135,7 @@ extension RoomCore {
                 participants[callId]?.video.publisher?.inactive = true
                 var fields = participantFields(callId)
                 fields["reason"] = .string("inactive")
-                if participants[callId]?.videoPaused == false { emit("video.paused", fields) }
+                if participants[callId]?.videoPaused == false { emit(.videoPaused, fields) }
                 slotsChanged = true
             }
             passEstimate(to: callId, now: now)

@@ -97,8 +97,8 @@ public final class RoomCore {
     }
 
     /// Records an event for the shell to publish.
-    func emit(_ name: String, _ fields: [String: EventField]) {
-        output.events.append(RoomCoreEvent(name: name, fields: fields, at: now))
+    func emit(_ name: RoomEventName, _ fields: [String: EventField]) {
+        output.events.append(RoomCoreEvent(name: name.rawValue, fields: fields, at: now))
     }
 
     /// Applies new settings; a closed room refuses them. A new `mixedSpeakers` takes effect at
@@ -119,7 +119,7 @@ public final class RoomCore {
                 endCall(callId, cause: cause)
             }
             isClosed = true
-            emit("room.closed", ["roomId": .string(key.room.rawValue)])
+            emit(.roomClosed, ["roomId": .string(key.room.rawValue)])
         }
         return true
     }

@@ -24,6 +24,24 @@ public indirect enum EventField: Sendable, Equatable, Encodable {
     }
 }
 
+/// Every event type a room emits, by its wire name. One list, so that the published schema
+/// (`RoomEvent` in openapi.yaml) can be checked against it by a test rather than by review.
+public enum RoomEventName: String, CaseIterable, Sendable {
+    case participantJoined = "participant.joined"
+    case participantEstablished = "participant.established"
+    case participantICERestarted = "participant.iceRestarted"
+    case participantEnded = "participant.ended"
+    case audioMuted = "audio.muted"
+    case audioUnmuted = "audio.unmuted"
+    case videoPaused = "video.paused"
+    case videoResumed = "video.resumed"
+    case videoSlots = "video.slots"
+    case talkingStarted = "talking.started"
+    case talkingStopped = "talking.stopped"
+    case speakerDominant = "speaker.dominant"
+    case roomClosed = "room.closed"
+}
+
 /// Something that happened in a room, as the events stream (SSE) and the call-record writer
 /// see it: `participant.joined`, `participant.established`, `participant.ended`,
 /// `room.closed`, and later the media events. `id` increases by one per room, so a client can

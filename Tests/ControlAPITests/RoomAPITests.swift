@@ -1,4 +1,5 @@
 import Foundation
+import Rooms
 import Testing
 
 @Suite("REST: rooms, operations, errors")
@@ -13,6 +14,22 @@ struct RoomAPITests {
             let spec = try await server.request("GET", "/v1/openapi.yaml", auth: nil)
             #expect(spec.status == 200)
             #expect(String(decoding: spec.body, as: UTF8.self).hasPrefix("openapi: 3.1"))
+        }
+    }
+
+    /// Every event a room emits has a schema in the published `RoomEvent` union: an event
+    /// missing there fails every client that validates the stream (schemathesis did, ST108).
+    @Test func everyRoomEventHasASchema() async throws {
+        try await TestServer.with { server in
+            let spec = String(decoding: try await server.request("GET", "/v1/openapi.yaml", auth: nil).body, as: UTF8.self)
+            let lines = spec.split(separator: "\n", omittingEmptySubsequences: false)
+            let start = try #require(lines.firstIndex(of: "    RoomEvent:"))
+            // The union's own lines: up to the next schema at the same indentation.
+            let body = lines[(start + 1)...].prefix { $0.hasPrefix("      ") || $0.isEmpty }
+            let mapping = body.joined(separator: "\n")
+            for name in RoomEventName.allCases {
+                #expect(mapping.contains("          \(name.rawValue): \"#/components/schemas/"), "\(name.rawValue)")
+            }
         }
     }
 
