@@ -136,18 +136,23 @@ def test_a_chromium_viewers_feedback_drives_the_servers_estimate_of_its_downlink
     wait_for("the viewer decodes video", lambda: page.evaluate("window.twcc.estimate('viewer')")["framesDecoded"] > 30,
              timeout=15, detail=lambda: participant("viewer"))
 
+    sample: dict = {}
+
     def estimated() -> bool:
-        downlink = participant("viewer").get("downlink") or {}
+        # The acknowledged rate follows what is forwarded second by second, so the assertions
+        # below check the one reading that met the bar rather than a later, differently-timed one.
+        sample.clear()
+        sample.update(participant("viewer"))
+        downlink = sample.get("downlink") or {}
         return (downlink.get("source") == "transportCC" and downlink.get("bitrate", 0) > 500_000
                 and downlink.get("acknowledgedBitrate", 0) > 300_000)
 
     wait_for("the server's estimate of the viewer's downlink above 500 kbit/s, 300 kbit/s acknowledged", estimated,
              timeout=20,
              detail=lambda: participant("viewer"))
-    viewer = participant("viewer")
+    viewer = sample
     assert viewer["media"]["transportFeedbackReceived"] > 10, viewer["media"]
     downlink = viewer["downlink"]
-    assert downlink["acknowledgedBitrate"] > 300_000, downlink
     assert 0 <= downlink["lossFraction"] < 0.05, downlink
     # Loopback: the round trip is the browser's and the server's scheduling, well under 200 ms.
     assert 0 <= downlink.get("roundTripTimeMilliseconds", -1) < 200, downlink
