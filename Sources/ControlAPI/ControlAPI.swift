@@ -32,6 +32,8 @@ public final class ControlAPI: Sendable {
 
     public let database: any ChorusStore
     public let registry: RoomRegistry
+    /// This node's place in the cluster (on SQLite, a cluster of one).
+    public let cluster: ClusterNode
     let tokens: AccessTokenSigner
     let configuration: ControlAPIConfiguration
     let prometheus: PrometheusCollectorRegistry
@@ -39,13 +41,19 @@ public final class ControlAPI: Sendable {
     let clock: @Sendable () -> Date
     private let drainingFlag = NIOLockedValueBox(false)
 
-    /// Builds the API over an open database: loads (or creates) the token signing key.
+    /// Builds the API over an open database: loads (or creates) the token signing key and
+    /// registers the node (`cluster`, by default a node named "local").
     public init(
-        database: any ChorusStore, registry: RoomRegistry, configuration: ControlAPIConfiguration = .init(),
+        database: any ChorusStore, registry: RoomRegistry, cluster: ClusterNode? = nil,
+        configuration: ControlAPIConfiguration = .init(),
         prometheus: PrometheusCollectorRegistry, clock: @escaping @Sendable () -> Date = { Date() }
     ) async throws {
         self.database = database
         self.registry = registry
+        self.cluster = cluster ?? ClusterNode(
+            identity: NodeIdentity(nodeId: "local", advertiseUrl: "http://127.0.0.1", mediaAddresses: ""),
+            store: database, registry: registry, logger: Logger(label: "chorus.cluster"), clock: clock)
+        try await self.cluster.register()
         self.configuration = configuration
         self.prometheus = prometheus
         self.metrics = APIMetrics()
@@ -59,17 +67,14 @@ public final class ControlAPI: Sendable {
     /// True once shutdown has begun: `/readyz` fails and no new rooms are created.
     public var isDraining: Bool { drainingFlag.withLockedValue { $0 } }
 
+    /// Stops placing rooms here: rooms already here keep running (and take joins) until the
+    /// drain ends them; new rooms go to other nodes, or get 503 `draining` on a lone node.
     public func beginDraining() {
-        drainingFlag.withLockedValue { $0 = true }
-    }
-
-    /// Re-creates the live room actors for every room the database holds open (after a restart).
-    public func reloadRooms() async throws {
-        for (room, app) in try await database.allOpenRooms() {
-            guard let key = app.applicationKey, let id = try? RoomID(validating: room.roomId) else { continue }
-            _ = try? await registry.open(RoomKey(application: key, room: id), settings: room.settings)
+        let first = drainingFlag.withLockedValue { draining in
+            defer { draining = true }
+            return !draining
         }
-        metrics.openRooms.record(await registry.count)
+        if first { Task { await cluster.startDraining() } }
     }
 
     /// The router with every route and middleware.
@@ -93,6 +98,7 @@ public final class ControlAPI: Sendable {
         addStatisticsRoutes(authenticated, &routes)
         addParticipantRoutes(authenticated, &routes)
         addEventRoutes(authenticated, &routes)
+        addNodeRoutes(authenticated, &routes)
         routes.addMethodNotAllowed(to: router)
         return router
     }

@@ -56,7 +56,24 @@ enum Rows {
             call.endedAt = try c["endedAt"]
             call.endCause = try c["endCause"]
             call.serverStats = try c["serverStats"]
+            call.nodeId = try c["nodeId"]
             return call
+        }
+    }
+
+    static func node(_ row: PostgresRow) throws(StorageError) -> NodeRecord {
+        try record(row) { c in
+            NodeRecord(nodeId: try c["nodeId"], advertiseUrl: try c["advertiseUrl"],
+                       mediaAddresses: try c["mediaAddresses"], state: try c["state"], startedAt: try c["startedAt"],
+                       heartbeatAt: try c["heartbeatAt"], participants: try c["participants"], rooms: try c["rooms"],
+                       cpuPercent: try c["cpuPercent"])
+        }
+    }
+
+    static func lease(_ row: PostgresRow) throws(StorageError) -> RoomLease {
+        try record(row) { c in
+            RoomLease(applicationId: try c["applicationId"], roomId: try c["roomId"], nodeId: try c["nodeId"],
+                      expiresAt: try c["expiresAt"])
         }
     }
 

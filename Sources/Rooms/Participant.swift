@@ -14,6 +14,8 @@ public enum ParticipantState: String, Sendable, Codable {
 /// Why a call ended, as the SDK reports it.
 public enum EndCause: String, Sendable, Codable, CaseIterable {
     case hungUp, kicked, timeout, roomClosed, failed, serverShutdown
+    /// The node serving the room was lost (or lost its lease on the room to another node).
+    case nodeLost
 }
 
 /// Media counters of one participant's connection (the transport's own), reported by the API and

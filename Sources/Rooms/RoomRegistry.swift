@@ -33,13 +33,16 @@ public actor RoomRegistry {
         rooms[key]
     }
 
-    /// Closes and forgets a room; its participants end `roomClosed`. nil when there was none.
+    /// Closes and forgets a room; its participants end with `cause`. nil when there was none.
     @discardableResult
-    public func close(_ key: RoomKey) async -> Room? {
+    public func close(_ key: RoomKey, cause: EndCause = .roomClosed) async -> Room? {
         guard let room = rooms.removeValue(forKey: key) else { return nil }
-        await room.close(cause: .roomClosed)
+        await room.close(cause: cause)
         return room
     }
+
+    /// The live rooms' keys.
+    public var keys: [RoomKey] { Array(rooms.keys) }
 
     /// Stops every room at shutdown: participants end `serverShutdown`.
     public func closeAll() async {

@@ -16,10 +16,12 @@ public struct CallRecord: Codable, Sendable, Equatable, FetchableRecord, Mutable
     public var joinedAt: Date
     public var establishedAt: Date?
     public var endedAt: Date?
-    /// "hungUp", "kicked", "timeout", "roomClosed", "failed" or "serverShutdown".
+    /// "hungUp", "kicked", "timeout", "roomClosed", "failed", "serverShutdown" or "nodeLost".
     public var endCause: String?
     /// JSON object of server-measured statistics, written when the call ends.
     public var serverStats: String?
+    /// The node whose room served the call (nil for calls stored before clustering).
+    public var nodeId: String?
 
     public init(callId: String, applicationId: Int64, roomId: String, userId: String,
                 displayName: String?, joinedAt: Date) {

@@ -2,7 +2,7 @@
 /// `SQLDialect`: the SQLite store and the PostgreSQL store run the same migrations, in order,
 /// each exactly once. Never edit a shipped migration: append the next one.
 public enum Schema {
-    public static let migrations: [SchemaMigration] = [v1]
+    public static let migrations: [SchemaMigration] = [v1, v2]
 
     static let v1 = SchemaMigration(name: "v1", steps: [
         .table(TableSpec(name: "serverSecret", columns: [
@@ -67,6 +67,35 @@ public enum Schema {
     ])
 }
 
+extension Schema {
+    /// The cluster: one row per node (its heartbeat and load), one lease per placed room, and
+    /// the node that served each call (so that a lost node's calls can be ended).
+    static let v2 = SchemaMigration(name: "v2-cluster", steps: [
+        .table(TableSpec(name: "node", columns: [
+            ColumnSpec("nodeId", .text, primaryKey: true),
+            ColumnSpec("advertiseUrl", .text),
+            ColumnSpec("mediaAddresses", .text),
+            // "up", "draining", "stopped" or "lost".
+            ColumnSpec("state", .text),
+            ColumnSpec("startedAt", .datetime),
+            ColumnSpec("heartbeatAt", .datetime),
+            ColumnSpec("participants", .integer),
+            ColumnSpec("rooms", .integer),
+            ColumnSpec("cpuPercent", .integer),
+        ])),
+        .table(TableSpec(name: "roomLease", columns: [
+            ColumnSpec("applicationId", .integer, references: .cascade("application", "id")),
+            ColumnSpec("roomId", .text),
+            ColumnSpec("nodeId", .text),
+            ColumnSpec("takenAt", .datetime),
+            ColumnSpec("expiresAt", .datetime),
+        ], primaryKey: ["applicationId", "roomId"])),
+        .index(IndexSpec(name: "roomLease_by_node", table: "roomLease", columns: ["nodeId"])),
+        .addColumn(table: "call", ColumnSpec("nodeId", .text, nullable: true)),
+        .index(IndexSpec(name: "call_open_by_node", table: "call", columns: ["nodeId"], whereNull: "endedAt")),
+    ])
+}
+
 /// One named, ordered step of the schema's history.
 public struct SchemaMigration: Sendable {
     public let name: String
@@ -78,10 +107,11 @@ public struct SchemaMigration: Sendable {
     }
 }
 
-/// A table or an index to create.
+/// A table or an index to create, or a (nullable) column to add to a shipped table.
 public enum SchemaStep: Sendable {
     case table(TableSpec)
     case index(IndexSpec)
+    case addColumn(table: String, ColumnSpec)
 }
 
 /// A table: its columns, an optional composite primary key and composite unique keys.
@@ -158,6 +188,7 @@ public enum SQLDialect: Sendable {
         switch step {
         case .table(let table): return render(table)
         case .index(let index): return render(index)
+        case .addColumn(let table, let column): return "ALTER TABLE \(Self.quote(table)) ADD COLUMN \(render(column))"
         }
     }
 

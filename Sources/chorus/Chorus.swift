@@ -11,7 +11,7 @@ struct Chorus: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "chorus",
         abstract: "Conference-room server: mixed audio and forwarded video, one UDP port.",
-        subcommands: [Serve.self, Apps.self, Load.self],
+        subcommands: [Serve.self, Apps.self, Nodes.self, Load.self],
         defaultSubcommand: Serve.self)
 }
 

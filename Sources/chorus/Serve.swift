@@ -41,6 +41,10 @@ struct Serve: AsyncParsableCommand {
     var opusBitrate: Int?
     @Option(help: "Opus complexity 0-10 of the mix encoders (env CHORUS_OPUS_COMPLEXITY, default 5).")
     var opusComplexity: Int?
+    @Option(help: "This node's ID in a cluster: 1-64 letters, digits, '.', '_' or '-' (env CHORUS_NODE_ID, default the host name).")
+    var nodeId: String?
+    @Option(help: "This node's own HTTP base URL, where other nodes redirect requests for its rooms (env CHORUS_ADVERTISE_URL, default http://<first public IP>:<HTTP port>).")
+    var advertiseUrl: String?
     @Flag(help: "Create a development application on an empty database and print a working curl line.")
     var devApp = false
     @Flag(help: "Let the web client at / get tokens from POST /demo/token; development only (implies --dev-app).")
@@ -119,9 +123,17 @@ struct Serve: AsyncParsableCommand {
         config.demoApplicationKey = demo ? banner?.key : nil
         let rate = rateLimit ?? environment("RATE_LIMIT").flatMap { Double($0) } ?? 100
         config.rateLimitPerSecond = rate > 0 ? rate : nil
-        let api = try await ControlAPI(database: db, registry: registry, configuration: config,
+        let identity = try nodeIdentity(httpPort: port, mediaPort: boundMedia, addresses: addresses)
+        let cluster = ClusterNode(identity: identity, store: db, registry: registry,
+                                  logger: Logger(label: "chorus.cluster"))
+        let api = try await ControlAPI(database: db, registry: registry, cluster: cluster, configuration: config,
                                        prometheus: Observability.prometheus())
-        try await api.reloadRooms()
+        await cluster.setDrainHandler {
+            // Asked to drain through the API: not ready, rooms run until empty or the deadline.
+            api.beginDraining()
+            await DrainService.waitUntilEmpty(registry, seconds: drain)
+            await registry.closeAll()
+        }
 
         let app = Application(
             router: api.makeRouter(),
@@ -132,7 +144,7 @@ struct Serve: AsyncParsableCommand {
                 let bound = channel.localAddress?.port ?? port
                 logger.info("chorus listening", metadata: [
                     "http": "\(host):\(bound)", "media": "udp/\(boundMedia)", "publicIp": "\(addresses.joined(separator: ","))",
-                    "db": "\(db.location)",
+                    "db": "\(db.location)", "node": "\(identity.nodeId)", "advertiseUrl": "\(identity.advertiseUrl)",
                 ])
                 if let banner {
                     // Unbuffered: `make run` users and tests read it while the server runs.
@@ -147,8 +159,10 @@ struct Serve: AsyncParsableCommand {
             services: [
                 .init(service: recorder),
                 .init(service: socket),
+                .init(service: ClusterService(node: cluster)),
                 .init(service: app),
-                .init(service: DrainService(api: api, registry: registry, drainSeconds: drain, logger: logger)),
+                .init(service: DrainService(api: api, registry: registry, cluster: cluster, drainSeconds: drain,
+                                            logger: logger)),
             ],
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger))
@@ -159,6 +173,21 @@ struct Serve: AsyncParsableCommand {
 }
 
 extension Serve {
+    /// The node's ID and the URLs others reach it at.
+    func nodeIdentity(httpPort: Int, mediaPort: Int, addresses: [String]) throws -> NodeIdentity {
+        let id = nodeId ?? environment("NODE_ID") ?? ProcessInfo.processInfo.hostName
+        guard NodeIdentity.isValidNodeId(id) else {
+            throw ValidationError("the node ID must be 1-64 letters, digits, '.', '_' or '-'")
+        }
+        let host = addresses.first.map { $0.contains(":") ? "[\($0)]" : $0 } ?? "127.0.0.1"
+        let url = advertiseUrl ?? environment("ADVERTISE_URL") ?? "http://\(host):\(httpPort)"
+        guard let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme ?? ""), parsed.host != nil,
+              parsed.query == nil
+        else { throw ValidationError("the advertise URL must be an http(s) URL such as http://node1.example.com:8080") }
+        let media = addresses.map { ($0.contains(":") ? "[\($0)]" : $0) + ":\(mediaPort)" }.joined(separator: ",")
+        return NodeIdentity(nodeId: id, advertiseUrl: url, mediaAddresses: media)
+    }
+
     /// The mix encoders' settings, bounded to what libopus accepts.
     func audioEncoding() throws -> AudioEncoding {
         let bitrate = opusBitrate ?? environment("OPUS_BITRATE").flatMap { Int($0) } ?? 32_000
@@ -170,11 +199,14 @@ extension Serve {
     }
 }
 
-/// On graceful shutdown: become not-ready, wait the drain period so load balancers notice,
-/// then close every room. Listed after the HTTP server so that it is shut down first.
+/// On graceful shutdown: become not-ready and stop taking placements, wait the drain period
+/// so load balancers notice (rooms here keep running), then close every room (participants
+/// end `serverShutdown` and rejoin elsewhere) and release the node's leases. Listed after the
+/// HTTP server so that it is shut down first.
 struct DrainService: Service {
     let api: ControlAPI
     let registry: RoomRegistry
+    let cluster: ClusterNode
     let drainSeconds: Double
     let logger: Logger
 
@@ -186,6 +218,17 @@ struct DrainService: Service {
             try? await Task.sleep(for: .milliseconds(Int(drainSeconds * 1000)))
         }
         await registry.closeAll()
+        await cluster.stop()
+    }
+
+    /// Waits until no room here has a participant, or `seconds` passed.
+    static func waitUntilEmpty(_ registry: RoomRegistry, seconds: Double) async {
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while ContinuousClock.now < deadline {
+            let counts = await registry.participantCounts()
+            if counts.progressing + counts.established == 0 { return }
+            try? await Task.sleep(for: .milliseconds(500))
+        }
     }
 }
 

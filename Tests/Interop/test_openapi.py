@@ -55,6 +55,8 @@ EXPECTED_OPERATIONS = {
     "/v1/rooms/{roomId}/participants": {"get", "post"},
     "/v1/rooms/{roomId}/participants/{callId}": {"get", "patch", "delete"},
     "/v1/rooms/{roomId}/events": {"get"},
+    "/v1/nodes": {"get"},
+    "/v1/nodes/{nodeId}/drain": {"post"},
 }
 HTTP_METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 

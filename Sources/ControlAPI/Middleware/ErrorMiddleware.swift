@@ -19,6 +19,8 @@ struct ErrorMiddleware: RouterMiddleware {
         var response: Response
         do {
             response = try await next(request, context)
+        } catch let redirect as RoomElsewhere {
+            response = redirect.response(for: request)
         } catch {
             let apiError = Self.apiError(for: error)
             if apiError.status == .internalServerError {

@@ -19,17 +19,18 @@ extension ControlAPI {
     /// JSON) or WHIP (`Content-Type: application/sdp`, answer as `application/sdp`). The call row
     /// is written before the room sees the join, so every later state change finds it.
     func join(_ request: inout Request, _ context: ChorusRequestContext) async throws -> Response {
-        guard !isDraining else { throw APIError.draining }
         let principal = try context.requirePrincipal()
         let roomId = try context.parameter("roomId", RoomID.init(validating:))
         let whip = Self.isSDP(request.headers[.contentType])
         let input = try await joinInput(&request, whip: whip)
         let userId = try Self.joiningUser(principal, requested: input.userId, whip: whip)
-        let (room, created) = try await roomForJoin(principal.application, roomId)
+        let (room, created) = try await placedRoomForJoin(principal.application, roomId)
         let callId = ApplicationCredentials.newCallID()
-        _ = try await database.insertCall(CallRecord(
+        var call = CallRecord(
             callId: callId.rawValue, applicationId: principal.application.id ?? -1, roomId: roomId.rawValue,
-            userId: userId.rawValue, displayName: input.displayName, joinedAt: now()))
+            userId: userId.rawValue, displayName: input.displayName, joinedAt: now())
+        call.nodeId = cluster.identity.nodeId
+        _ = try await database.insertCall(call)
         let answer: JoinAnswer
         do {
             answer = try await room.join(JoinRequest(callId: callId, userId: userId, displayName: input.displayName,
@@ -41,6 +42,7 @@ extension ControlAPI {
                 _ = try? await database.closeRoom(applicationId: principal.application.id ?? -1,
                                                   roomId: roomId.rawValue, at: now())
                 await registry.close(room.key)
+                await cluster.release(applicationId: principal.application.id ?? -1, roomId: roomId.rawValue)
             }
             throw Self.apiError(error)
         }
@@ -99,31 +101,6 @@ extension ControlAPI {
 
     static func isSDP(_ contentType: String?) -> Bool {
         contentType?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased() == "application/sdp"
-    }
-
-    /// The live room, created on first join unless the application turned that off; `created`
-    /// says whether this join created it.
-    private func roomForJoin(_ app: ApplicationRecord, _ roomId: RoomID) async throws -> (Room, created: Bool) {
-        guard let key = app.applicationKey else { throw APIError.roomNotFound }
-        let roomKey = RoomKey(application: key, room: roomId)
-        if let room = await registry.room(for: roomKey) { return (room, false) }
-        guard app.autoCreateRooms else { throw APIError.roomNotFound }
-        let settings = RoomSettings.defaults
-        do {
-            _ = try await database.insertRoom(RoomRecord(
-                applicationId: app.id ?? -1, roomId: roomId.rawValue, maxParticipants: settings.maxParticipants,
-                mixedSpeakers: settings.mixedSpeakers, videoSlots: settings.videoSlots, createdAt: now()))
-        } catch {
-            // Created concurrently by another join: use the stored settings below.
-            guard case .conflict = error else { throw error }
-        }
-        let stored = try await database.openRoom(applicationId: app.id ?? -1, roomId: roomId.rawValue)
-        do {
-            return (try await registry.open(roomKey, settings: stored?.settings ?? settings), true)
-        } catch {
-            guard let room = await registry.room(for: roomKey) else { throw APIError.roomNotFound }
-            return (room, false)
-        }
     }
 
     static func apiError(_ error: any Error) -> APIError {

@@ -148,9 +148,7 @@ extension ControlAPI {
     func liveRoom(_ context: ChorusRequestContext, userMayRead: Bool) async throws -> (ApplicationRecord, Room) {
         let principal = try context.requirePrincipal()
         let roomId = try context.parameter("roomId", RoomID.init(validating:))
-        guard let key = principal.application.applicationKey,
-              let room = await registry.room(for: RoomKey(application: key, room: roomId))
-        else { throw APIError.roomNotFound }
+        let room = try await existingRoom(principal.application, roomId)
         if case .user(_, let user) = principal {
             guard userMayRead, await room.hasParticipant(userId: user) else { throw APIError.forbidden }
         }
@@ -162,9 +160,7 @@ extension ControlAPI {
         let principal = try context.requirePrincipal()
         let roomId = try context.parameter("roomId", RoomID.init(validating:))
         let callId = try context.parameter("callId", CallID.init(validating:))
-        guard let key = principal.application.applicationKey,
-              let room = await registry.room(for: RoomKey(application: key, room: roomId))
-        else { throw APIError.roomNotFound }
+        let room = try await existingRoom(principal.application, roomId)
         guard let snapshot = await room.participant(callId) else { throw APIError.participantNotFound }
         if case .user(_, let user) = principal, snapshot.userId != user { throw APIError.forbidden }
         return (room, callId)

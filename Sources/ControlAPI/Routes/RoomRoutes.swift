@@ -86,12 +86,15 @@ extension ControlAPI {
             if let key = app.applicationKey, let id = try? RoomID(validating: record.roomId) {
                 await self.registry.close(RoomKey(application: key, room: id))
             }
+            // Another node running the room ends it at its next heartbeat (its lease goes).
+            await self.cluster.release(applicationId: record.applicationId, roomId: record.roomId)
             return Response(status: .noContent)
         }
     }
 
     private func createRoom(_ app: ApplicationRecord, _ body: RoomSettingsRequest) async throws -> Response {
-        guard !isDraining else { throw APIError.draining }
+        // A draining node still creates rooms when another node can run them.
+        if isDraining, try await !otherNodeCanPlace() { throw APIError.draining }
         let roomId = try validated(body.roomId ?? Base64.urlEncode(SecureRandom.bytes(16)), RoomID.init(validating:))
         let settings = try body.settings(over: .defaults)
         let record: RoomRecord
@@ -103,8 +106,10 @@ extension ControlAPI {
             guard case .conflict = error else { throw error }
             throw APIError(.conflict, "roomExists", "an open room with this roomId exists")
         }
-        if let key = app.applicationKey {
-            _ = try? await registry.open(RoomKey(application: key, room: roomId), settings: settings)
+        if let key = app.applicationKey, await cluster.ensureFresh() {
+            // Placed now, on the least-loaded node; a node that cannot place it leaves that to
+            // the first join.
+            _ = try? await place(record, RoomKey(application: key, room: roomId), placing: true)
         }
         return JSONBody.response(RoomResponse(record), status: .created,
                                  headers: [.location: "/v1/rooms/\(roomId.rawValue)"])
@@ -116,6 +121,8 @@ extension ControlAPI {
         if let requested = body.roomId, requested != record.roomId {
             throw APIError(.unprocessableContent, "roomIdImmutable", "roomId cannot be changed")
         }
+        // The live room's settings change on the node that runs it.
+        try await redirectIfElsewhere(record)
         let settings = try body.settings(over: record.settings)
         var updated = record
         updated.maxParticipants = settings.maxParticipants
