@@ -133,6 +133,7 @@ struct Serve: AsyncParsableCommand {
             api.beginDraining()
             await DrainService.waitUntilEmpty(registry, seconds: drain)
             await registry.closeAll()
+            await cluster.releaseAll()
         }
 
         let app = Application(

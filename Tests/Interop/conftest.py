@@ -90,8 +90,9 @@ class ChorusServer:
     """
 
     def __init__(self, binary: str, db_path: Path | str, log_path: Path, extra_args: Sequence[str] = (),
-                 extra_env: dict[str, str] | None = None):
+                 extra_env: dict[str, str] | None = None, http_port: int = 0):
         self.binary = binary
+        self.http_port = http_port  # 0: a free one, chosen by the server
         self.db_path = db_path  # an SQLite file, or a postgres:// URL
         self.log_path = log_path
         self.postgres: tuple[PostgresServer, str] | None = None  # (server, database) for a PostgreSQL URL
@@ -114,7 +115,7 @@ class ChorusServer:
         env.update(self.extra_env)
         command = [
             self.binary, "serve", "--db", str(self.db_path), "--dev-app",
-            "--http-host", "127.0.0.1", "--http-port", "0", "--rate-limit", "0",
+            "--http-host", "127.0.0.1", "--http-port", str(self.http_port), "--rate-limit", "0",
             # Media on an ephemeral loopback port: tests never collide, traffic stays on lo.
             "--media-port", "0",
             # Media on loopback unless the test puts it elsewhere (`--public-ip` may be repeated:

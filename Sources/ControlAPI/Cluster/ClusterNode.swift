@@ -195,9 +195,18 @@ public actor ClusterNode {
         if placed[key] == nil { placed[key] = (room, clock()) }
     }
 
+    /// Gives every lease up (the drain closed the rooms here): their rooms go elsewhere.
+    public func releaseAll() async {
+        let all = placed.keys
+        placed.removeAll()
+        for key in all {
+            try? await store.releaseRoomLease(applicationId: key.applicationId, roomId: key.roomId, nodeId: identity.nodeId)
+        }
+    }
+
     /// Forgets a room that closed here and gives its lease up.
     func release(applicationId: Int64, roomId: String) async {
-        guard placed.removeValue(forKey: LeaseKey(applicationId: applicationId, roomId: roomId)) != nil else { return }
+        placed[LeaseKey(applicationId: applicationId, roomId: roomId)] = nil
         try? await store.releaseRoomLease(applicationId: applicationId, roomId: roomId, nodeId: identity.nodeId)
     }
 

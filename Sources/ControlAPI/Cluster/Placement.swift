@@ -66,20 +66,13 @@ extension ControlAPI {
     /// `RoomElsewhere` when another node holds it, `noLiveNode` when nobody can take it.
     /// With `placing` false an unplaced room is not placed (404).
     func place(_ record: RoomRecord, _ roomKey: RoomKey, placing: Bool) async throws -> Room {
-        let now = now()
-        let lease: RoomLease?
-        if placing {
-            // The store must know this node drains before it places anything.
-            if isDraining { await cluster.startDraining() }
-            lease = try await database.placeRoom(
-                applicationId: record.applicationId, roomId: record.roomId, now: now,
-                liveAfter: now.addingTimeInterval(-cluster.timing.lossAfter), leaseDuration: cluster.timing.leaseDuration)
-            guard lease != nil else { throw isDraining ? APIError.draining : APIError.noLiveNode }
-        } else {
-            lease = try await database.roomLease(applicationId: record.applicationId, roomId: record.roomId, now: now)
-            guard lease != nil else { throw APIError.roomNotFound }
+        var lease = try await lease(of: record, placing: placing)
+        if lease.nodeId == cluster.identity.nodeId, isDraining, await registry.room(for: roomKey) == nil {
+            // A draining node does not bring a room back: its lease goes, and the room is
+            // placed on another node.
+            await cluster.release(applicationId: record.applicationId, roomId: record.roomId)
+            lease = try await self.lease(of: record, placing: placing)
         }
-        guard let lease else { throw APIError.roomNotFound }
         guard lease.nodeId == cluster.identity.nodeId else { throw try await elsewhere(lease.nodeId) }
         let room: Room
         do {
@@ -90,6 +83,24 @@ extension ControlAPI {
         }
         await cluster.adopt(applicationId: record.applicationId, roomId: record.roomId, room: roomKey)
         return room
+    }
+
+    /// The room's lease: placed now (`placing`) or only looked up (404 when there is none).
+    private func lease(of record: RoomRecord, placing: Bool) async throws -> RoomLease {
+        let now = now()
+        guard placing else {
+            guard let lease = try await database.roomLease(applicationId: record.applicationId, roomId: record.roomId,
+                                                           now: now)
+            else { throw APIError.roomNotFound }
+            return lease
+        }
+        // The store must know this node drains before it places anything.
+        if isDraining { await cluster.startDraining() }
+        guard let lease = try await database.placeRoom(
+            applicationId: record.applicationId, roomId: record.roomId, now: now,
+            liveAfter: now.addingTimeInterval(-cluster.timing.lossAfter), leaseDuration: cluster.timing.leaseDuration)
+        else { throw isDraining ? APIError.draining : APIError.noLiveNode }
+        return lease
     }
 
     /// The live room named by a request that does not place rooms: here, or a redirect to
