@@ -27,6 +27,11 @@ struct RoomAPITests {
             // The union's own lines: up to the next schema at the same indentation.
             let body = lines[(start + 1)...].prefix { $0.hasPrefix("      ") || $0.isEmpty }
             let mapping = body.joined(separator: "\n")
+            // The SSE frame's `event:` field lists the same names.
+            let frame = try #require(lines.firstIndex(of: "    RoomEventFrame:"))
+            let frameNames = lines[(frame + 1)...].prefix { $0.hasPrefix("      ") || $0.isEmpty }
+                .filter { $0.hasPrefix("            - ") }.map { $0.dropFirst(14) }
+            #expect(Set(frameNames.map(String.init)) == Set(RoomEventName.allCases.map(\.rawValue)))
             for name in RoomEventName.allCases {
                 #expect(mapping.contains("          \(name.rawValue): \"#/components/schemas/"), "\(name.rawValue)")
             }
