@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import Rooms
 import ServiceLifecycle
 import Storage
@@ -8,7 +9,17 @@ import Storage
 /// and the server's counters. Rooms hand their events to `observer` (on their queues, without
 /// waiting); one task writes them in order. Run as a Service listed before the HTTP server and
 /// the rooms, so that at shutdown it stops last and drains the `serverShutdown` endings.
+///
+/// A write the database cannot take now (`unavailable`: PostgreSQL restarting, SQLite busy) is
+/// retried with backoff, holding the later events back so that each call's record still
+/// changes in order; media never waits for it. Retries stop after `retryLimit`, or a few
+/// seconds into shutdown.
 public final class CallRecorder: Service, Sendable {
+    /// How long one write is retried while the server runs.
+    static let retryLimit: Duration = .seconds(600)
+    /// How long it is retried once shutdown has begun (the events are then only drained).
+    static let shutdownRetryLimit: Duration = .seconds(5)
+    private let stopping = NIOLockedValueBox(false)
     private let database: any ChorusStore
     private let logger: Logger
     private let stream: AsyncStream<RoomEvent>
@@ -33,9 +44,10 @@ public final class CallRecorder: Service, Sendable {
     public func run() async throws {
         await withGracefulShutdownHandler {
             for await event in stream {
-                await record(event)
+                await recordRetrying(event)
             }
         } onGracefulShutdown: {
+            self.stopping.withLockedValue { $0 = true }
             self.continuation.finish()
         }
     }
@@ -45,8 +57,32 @@ public final class CallRecorder: Service, Sendable {
         continuation.finish()
     }
 
-    func record(_ event: RoomEvent) async {
-        guard case .string(let callId)? = event.fields["callId"] else { return }
+    /// Writes `event`, again and again with backoff (0.25 s doubling to 5 s) while the database
+    /// is unavailable.
+    func recordRetrying(_ event: RoomEvent) async {
+        let clock = ContinuousClock()
+        let started = clock.now
+        var delay: Duration = .milliseconds(250)
+        var attempts = 0
+        while await !record(event) {
+            attempts += 1
+            let limit = stopping.withLockedValue { $0 } ? Self.shutdownRetryLimit : Self.retryLimit
+            guard clock.now - started < limit else {
+                logger.error("call record given up", metadata: ["event": "\(event.name)", "attempts": "\(attempts)"])
+                return
+            }
+            try? await Task.sleep(for: delay)
+            delay = min(delay * 2, .seconds(5))
+        }
+        if attempts > 0 {
+            logger.info("call record written after the database came back", metadata: ["attempts": "\(attempts)"])
+        }
+    }
+
+    /// One attempt; false when the database was unavailable (worth retrying).
+    @discardableResult
+    func record(_ event: RoomEvent) async -> Bool {
+        guard case .string(let callId)? = event.fields["callId"] else { return true }
         let time = event.time
         do {
             switch event.name {
@@ -77,8 +113,10 @@ public final class CallRecorder: Service, Sendable {
                 break
             }
         } catch {
+            if case .unavailable = error { return false }
             logger.error("call record not written", metadata: ["callId": "\(callId)", "error": "\(error)"])
         }
+        return true
     }
 
     static func json(_ field: EventField) -> String? {

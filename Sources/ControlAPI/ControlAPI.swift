@@ -40,6 +40,7 @@ public final class ControlAPI: Sendable {
     let metrics: APIMetrics
     let clock: @Sendable () -> Date
     private let drainingFlag = NIOLockedValueBox(false)
+    private let applications = ApplicationCache()
 
     /// Builds the API over an open database: loads (or creates) the token signing key and
     /// registers the node (`cluster`, by default a node named "local").
@@ -63,6 +64,11 @@ public final class ControlAPI: Sendable {
     }
 
     func now() -> Date { clock() }
+
+    /// The application with `key`, for authentication (see `ApplicationCache`).
+    func application(key: String) async throws(StorageError) -> ApplicationRecord? {
+        try await applications.application(key: key, in: database, now: now())
+    }
 
     /// True once shutdown has begun: `/readyz` fails and no new rooms are created.
     public var isDraining: Bool { drainingFlag.withLockedValue { $0 } }

@@ -260,15 +260,20 @@ def test_a_postgres_outage_keeps_media_and_answers_503_until_it_heals(cluster):
     client = ClusterClient(cluster)
     talker = ThreadedPeer(frequency=440, video=False)
     listener = ThreadedPeer(frequency=660, video=False)
+    leaver = ThreadedPeer(frequency=990, video=False)
     try:
         _, owner = join(client, 0, talker, "outage", "talker")
         join(client, owner, listener, "outage", "listener")
+        leaver_call, _ = join(client, owner, leaver, "outage", "leaver")
         since = time.monotonic()
         wait_until("the listener hears the talker", lambda: hears(listener, 440, since), 20)
 
         cluster.postgres.stop_server()
         stopped = time.monotonic()
         try:
+            # A participant removed during the outage: the room needs no database for that.
+            kicked = cluster.nodes[owner].request("DELETE", f"/v1/rooms/outage/participants/{leaver_call}")
+            assert kicked.status_code == 204, kicked.text
             late = ThreadedPeer(frequency=880, video=False)
             try:
                 offer = late.run(late.peer.offer())
@@ -302,6 +307,11 @@ def test_a_postgres_outage_keeps_media_and_answers_503_until_it_heals(cluster):
             assert hears(listener, 440, healed)
         finally:
             newcomer.close()
+        # The call that ended during the outage has its record written now that it is back.
+        wait_until("the record of the call ended during the outage",
+                   lambda: cluster.nodes[0].request("GET", f"/v1/calls/{leaver_call}").json().get("endCause")
+                   == "kicked", 20)
     finally:
         talker.close()
         listener.close()
+        leaver.close()

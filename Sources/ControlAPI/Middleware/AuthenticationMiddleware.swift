@@ -54,7 +54,7 @@ struct AuthenticationMiddleware: RouterMiddleware {
         else { throw APIError.unauthorized("malformedAuthorization", "Basic credentials must be base64(key:secret)") }
         let key = String(decoded[..<colon])
         let secret = String(decoded[decoded.index(after: colon)...])
-        guard let app = try await api.database.application(key: key),
+        guard let app = try await api.application(key: key),
               constantTimeEquals(Array(secret.utf8), Array(app.secret.utf8))
         else { throw Self.invalidCredentials }
         return app
@@ -69,7 +69,7 @@ struct AuthenticationMiddleware: RouterMiddleware {
         guard let timestampName = HTTPField.Name("x-timestamp"),
               let timestamp = request.headers[timestampName]
         else { throw APIError.unauthorized("missingTimestamp", "signed requests need an x-timestamp header") }
-        guard let app = try await api.database.application(key: key) else { throw Self.invalidCredentials }
+        guard let app = try await api.application(key: key) else { throw Self.invalidCredentials }
         let signed = ApplicationRequestSignature(
             method: request.method.rawValue, body: body.readableBytesView,
             contentType: request.headers[.contentType] ?? "", timestamp: timestamp, path: request.uri.description)
@@ -92,7 +92,7 @@ struct AuthenticationMiddleware: RouterMiddleware {
             throw APIError.unauthorized("invalidToken", "the access token is not valid")
         }
         guard let user = try? UserID(validating: claims.sub),
-              let app = try await api.database.application(key: claims.app)
+              let app = try await api.application(key: claims.app)
         else { throw APIError.unauthorized("invalidToken", "the access token is not valid") }
         return .user(app, user)
     }
