@@ -86,6 +86,8 @@ public final class ControlAPI: Sendable {
     /// The router with every route and middleware.
     public func makeRouter() -> Router<ChorusRequestContext> {
         let router = Router(context: ChorusRequestContext.self, options: .autoGenerateHeadEndpoints)
+        // Outside the error middleware: error answers get the CORS headers too.
+        router.add(middleware: CORSMiddleware())
         router.add(middleware: ErrorMiddleware(metrics: metrics))
         router.add(middleware: MetricsMiddleware())
         // One structured access-log line per request, carrying hb.request.id (= x-request-id).

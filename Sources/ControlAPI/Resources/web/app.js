@@ -8,6 +8,12 @@
 //   control PATCH / DELETE /v1/rooms/{roomId}/participants/{callId}
 //   end     POST /v1/calls/{callId}/statistics with pc.getStats()
 //
+// In a cluster the page's own server may not run the room: it answers 307 to the node that
+// does, the browser follows (another origin, so without the Authorization header), and the page
+// repeats the request there with its token and talks to that node for the rest of the call. When
+// that node goes away (killed, drained), the page rejoins the room by itself with backoff, and
+// lands wherever the cluster places the room now.
+//
 // `window.chorus` exposes the state for people debugging and for the browser test.
 'use strict';
 
@@ -19,7 +25,7 @@ const MAX_STATISTICS_BYTES = 250 * 1024;
 const GATHERING_TIMEOUT_MS = 3000;
 
 const chorus = (window.chorus = {
-  state: 'idle', // idle | joining | connecting | established | leaving | ended | failed
+  state: 'idle', // idle | joining | connecting | established | leaving | ended | failed | rejoining
   roomId: null,
   userId: null,
   callId: null,
@@ -35,7 +41,16 @@ const chorus = (window.chorus = {
   connectionStates: [], // [ms since join, RTCPeerConnection.connectionState], for diagnostics
   transportStates: [], // [ms since join, RTCDtlsTransport.state], for diagnostics
   endedBy: null, // what told the page that the call ended: 'event' | 'transport' | 'leave' | 'ice'
+  node: '', // origin of the node that runs the room ('' = this page's server)
+  rejoins: 0, // calls this page started by itself after losing the previous one's node
+  rejoinAttempt: 0, // failed attempts in the current series of rejoins
 });
+
+/** End causes after which the room goes on elsewhere: the page rejoins it by itself. */
+const REJOIN_CAUSES = new Set(['serverShutdown', 'nodeLost']);
+/** Waits before each rejoin attempt (the last repeats), and how many attempts in a row. */
+const REJOIN_DELAYS_MS = [1000, 2000, 4000, 8000];
+const REJOIN_ATTEMPTS = 12;
 
 /** How long the connection may stay `disconnected` before the client restarts ICE. */
 const DISCONNECTED_RESTART_MS = 2000;
@@ -47,15 +62,16 @@ const $ = (id) => document.getElementById(id);
 
 // -- REST ---------------------------------------------------------------------------------------
 
-/** A JSON request; resolves to the parsed body (or null), throws with the server's error message. */
-async function api(path, { method = 'GET', body, token, headers = {}, keepalive = false } = {}) {
+/** A JSON request; resolves to the parsed body (or null), throws with the server's error message.
+ *  `base` is the origin to ask: by default the node that runs the room (see `followRedirect`). */
+async function api(path, { method = 'GET', body, token, headers = {}, keepalive = false, base = chorus.node } = {}) {
   const init = { method, headers: { ...headers }, keepalive };
   if (token) init.headers.Authorization = `Bearer ${token}`;
   if (body !== undefined) {
     init.headers['Content-Type'] = 'application/json';
     init.body = typeof body === 'string' ? body : JSON.stringify(body);
   }
-  const response = await fetch(path, init);
+  const response = await followRedirect(await fetch(base + path, init), init);
   const text = await response.text();
   const parsed = text ? JSON.parse(text) : null;
   if (!response.ok) {
@@ -65,6 +81,14 @@ async function api(path, { method = 'GET', body, token, headers = {}, keepalive 
     throw error;
   }
   return parsed;
+}
+
+/** A 307 to another node arrives as that node's 401 (the browser dropped the token on the way to
+ *  another origin): the request is repeated there with it, and that node is asked from now on. */
+async function followRedirect(response, init) {
+  if (response.status !== 401 || !response.redirected || !init.headers.Authorization) return response;
+  chorus.node = new URL(response.url).origin;
+  return fetch(response.url, init);
 }
 
 /** An access token for `userId` from the demo endpoint; explains what to do when it is absent. */
@@ -81,17 +105,21 @@ async function fetchToken(userId) {
 
 // -- joining ------------------------------------------------------------------------------------
 
-/** Joins `roomId` as `userId`: token, camera and microphone, offer, answer, events. */
-async function join(roomId, userId) {
+/** Joins `roomId` as `userId`: token, camera and microphone, offer, answer, events. A `rejoin`
+ *  that fails tries again later instead of giving up. */
+async function join(roomId, userId, { rejoin = false } = {}) {
   if (call) throw new Error('already in a call');
+  clearTimeout(chorus.rejoinTimer);
+  if (!rejoin) chorus.rejoinAttempt = 0;
   call = { token: null, pc: null, stream: null, events: null, slotTiles: new Map(), roster: new Map(),
            startedAt: performance.now() };
   Object.assign(chorus, { roomId, userId, callId: null, slots: [], talking: [], uploaded: false,
                           statisticsId: null, endCause: null, error: null, audioMuted: false, videoPaused: false,
-                          connectionStates: [], transportStates: [], endedBy: null, iceRestarts: 0 });
-  setState('joining', `Joining ${roomId} as ${userId}…`);
+                          connectionStates: [], transportStates: [], endedBy: null, iceRestarts: 0, node: '' });
+  setState('joining', `${rejoin ? 'Rejoining' : 'Joining'} ${roomId} as ${userId}…`);
   try {
     call.token = await fetchToken(userId);
+    call.rejoin = rejoin;
     call.stream = await openCamera();
     call.pc = makePeerConnection(call.stream);
     const offer = await localOffer(call.pc);
@@ -104,8 +132,20 @@ async function join(roomId, userId) {
     showCall(true);
     followEvents();
   } catch (error) {
-    await fail(error);
+    await fail(error, rejoin ? { roomId, userId } : null);
   }
+}
+
+/** Joins the room again after a wait that doubles with each failed attempt (1, 2, 4, 8 s). */
+function scheduleRejoin(roomId, userId) {
+  if (chorus.rejoinAttempt >= REJOIN_ATTEMPTS) {
+    setState('failed', 'The connection was lost and the room could not be rejoined.', true);
+    return;
+  }
+  const delay = REJOIN_DELAYS_MS[Math.min(chorus.rejoinAttempt, REJOIN_DELAYS_MS.length - 1)];
+  chorus.rejoinAttempt += 1;
+  setState('rejoining', `Connection lost; rejoining in ${delay / 1000} s…`);
+  chorus.rejoinTimer = setTimeout(() => { if (!call) join(roomId, userId, { rejoin: true }); }, delay);
 }
 
 /** Camera and microphone; the page needs a secure context (https, or http on localhost). */
@@ -175,7 +215,7 @@ function onConnectionState(state) {
   if (!call) return;
   chorus.connectionStates.push([Math.round(performance.now() - call.startedAt), state]);
   clearTimeout(call.disconnectTimer);
-  if (state === 'connected' && chorus.state === 'connecting') setState('established', 'In the call.');
+  if (state === 'connected' && chorus.state === 'connecting') established();
   // A network change or outage: ask for a new ICE generation if the path does not come back by
   // itself within 2 s, or at once when ICE failed. The call, its DTLS and SRTP stay.
   if (state === 'disconnected') call.disconnectTimer = setTimeout(restartIce, DISCONNECTED_RESTART_MS);
@@ -215,6 +255,8 @@ async function restartIce() {
     await pc.setRemoteDescription({ type: 'answer', sdp: updated.sdp });
   } catch (error) {
     if (error.status === 404 && call) endCall('failed', 'ice');
+    // The node that ran the room does not answer at all (or fails): the room goes on elsewhere.
+    else if ((!error.status || error.status >= 500) && call) endCall('nodeLost', 'ice');
   } finally {
     if (call) call.restarting = false;
   }
@@ -311,8 +353,9 @@ async function followEvents() {
     try {
       const headers = { Authorization: `Bearer ${call.token}` };
       if (lastId !== null) headers['Last-Event-ID'] = lastId;
-      const response = await fetch(`/v1/rooms/${encodeURIComponent(chorus.roomId)}/events`,
-                                   { headers, signal: controller.signal });
+      const init = { headers, signal: controller.signal };
+      const response = await followRedirect(
+        await fetch(`${chorus.node}/v1/rooms/${encodeURIComponent(chorus.roomId)}/events`, init), init);
       if (!response.ok) throw new Error(`events: HTTP ${response.status}`);
       for await (const event of sseEvents(response.body)) {
         if (event.id) lastId = event.id;
@@ -364,7 +407,7 @@ function handleEvent(event) {
       call.roster.set(event.callId, { userId: event.userId, muted: false, paused: false });
       break;
     case 'participant.established':
-      if (own && chorus.state === 'connecting') setState('established', 'In the call.');
+      if (own && chorus.state === 'connecting') established();
       break;
     case 'participant.ended':
       call.roster.delete(event.callId);
@@ -479,7 +522,7 @@ async function endCall(cause, endedBy) {
 async function serverEndCause(callId, token) {
   for (let attempt = 0; attempt < 6; attempt++) {
     try {
-      const record = await api(`/v1/calls/${callId}`, { token });
+      const record = await api(`/v1/calls/${callId}`, { token, base: '' });
       if (record?.state === 'ended') return record.endCause;
     } catch (error) {
       if (error.status && error.status < 500 && error.status !== 429) return null;
@@ -511,8 +554,9 @@ async function uploadStatistics({ token, callId, roomId, userId }, cause, stats)
   };
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
+      // Any node stores it: the page's own server, which outlives a lost room node.
       return await api(`/v1/calls/${callId}/statistics`, {
-        method: 'POST', body, token, headers: { 'Idempotency-Key': `end-${callId}` },
+        method: 'POST', body, token, headers: { 'Idempotency-Key': `end-${callId}` }, base: '',
       });
     } catch (error) {
       if (error.status && error.status < 500 && error.status !== 429) {
@@ -544,7 +588,7 @@ async function finish(cause, stats, endedBy) {
   setState('ended', said());
   const { callId, roomId, userId } = chorus;
   if (!callId) return;
-  const still = () => !call && chorus.callId === callId; // no new call started meanwhile
+  const still = () => !call && chorus.callId === callId && chorus.state !== 'rejoining'; // nothing new since
   if (!cause) {
     cause = (await serverEndCause(callId, ended.token)) ?? 'failed';
     if (still()) {
@@ -552,14 +596,24 @@ async function finish(cause, stats, endedBy) {
       setState('ended', said());
     }
   }
+  if (REJOIN_CAUSES.has(cause) && endedBy !== 'leave' && still()) scheduleRejoin(roomId, userId);
   const receipt = await uploadStatistics({ token: ended.token, callId, roomId, userId }, cause, stats);
   if (!still() || !receipt) return;
   Object.assign(chorus, { statisticsId: receipt.statisticsId, uploaded: true });
   setState('ended', `${said()} Statistics uploaded.`);
 }
 
-/** A join that did not get through: report it and release the camera. */
-async function fail(error) {
+/** The call reached `established`: a series of rejoins is over. */
+function established() {
+  if (call?.rejoin) chorus.rejoins += 1;
+  if (call) call.rejoin = false;
+  chorus.rejoinAttempt = 0;
+  setState('established', 'In the call.');
+}
+
+/** A join that did not get through: report it and release the camera; a rejoin (`again` names
+ *  its room and user) tries again later. */
+async function fail(error, again = null) {
   console.error(error);
   chorus.error = error.message;
   const failed = call;
@@ -571,7 +625,8 @@ async function fail(error) {
   }
   call = null;
   showCall(false);
-  setState('failed', `Could not join: ${error.message}`, true);
+  if (again) scheduleRejoin(again.roomId, again.userId);
+  else setState('failed', `Could not join: ${error.message}`, true);
 }
 
 // -- page ---------------------------------------------------------------------------------------
@@ -580,7 +635,7 @@ function setState(state, message, isError = false) {
   chorus.state = state;
   $('status').textContent = message;
   $('status').classList.toggle('error', isError);
-  const busy = ['joining', 'connecting', 'established', 'leaving'].includes(state);
+  const busy = ['joining', 'connecting', 'established', 'leaving', 'rejoining'].includes(state);
   for (const id of ['join', 'room', 'user']) $(id).disabled = busy;
 }
 
