@@ -176,7 +176,7 @@ struct Serve: AsyncParsableCommand {
 extension Serve {
     /// The node's ID and the URLs others reach it at.
     func nodeIdentity(httpPort: Int, mediaPort: Int, addresses: [String]) throws -> NodeIdentity {
-        let id = nodeId ?? environment("NODE_ID") ?? ProcessInfo.processInfo.hostName
+        let id = nodeId ?? environment("NODE_ID") ?? NodeIdentity.nodeId(from: ProcessInfo.processInfo.hostName)
         guard NodeIdentity.isValidNodeId(id) else {
             throw ValidationError("the node ID must be 1-64 letters, digits, '.', '_' or '-'")
         }

@@ -252,6 +252,17 @@ def chorus_server(chorus_bin: str, tmp_path: Path):
     yield from started(ChorusServer(chorus_bin, tmp_path / "chorus.sqlite", tmp_path / "chorus.log"))
 
 
+# -- browsers ------------------------------------------------------------------------------------
+
+@pytest.fixture
+def chromium(tmp_path: Path):
+    """A headless Chromium on a fresh profile (chromium.py), closed after the test."""
+    from chromium import Chromium
+    browser = Chromium(tmp_path / "chromium-profile", tmp_path / "chromium.log")
+    yield browser
+    browser.close()
+
+
 # -- PostgreSQL ------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="session")

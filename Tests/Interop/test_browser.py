@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from chromium import Chromium, Page, wait_for
+from chromium import Page, wait_for
 from conftest import REPO_ROOT, ChorusServer
 
 ROOM = "browser-room"
@@ -46,13 +46,6 @@ def demo_server(chorus_bin: str, tmp_path: Path):
     yield server
     if server.running:
         assert server.stop() == 0, server.log_tail()
-
-
-@pytest.fixture
-def chromium(tmp_path: Path):
-    browser = Chromium(tmp_path / "chromium-profile", tmp_path / "chromium.log")
-    yield browser
-    browser.close()
 
 
 def participant(server: ChorusServer, call_id: str) -> dict:

@@ -52,3 +52,16 @@ def test_application_can_forbid_room_creation_on_join(chorus_server):
     reply = requests.post(chorus_server.url("/v1/rooms/nowhere/participants"), auth=(key, secret), timeout=10,
                           json={"sdp": "v=0\r\n", "userId": "u1"})
     assert reply.status_code == 404 and reply.json()["error"]["code"] == "roomNotFound"
+
+
+def test_nodes_list_shows_the_running_node(chorus_server):
+    listed = run("nodes", "list", "--db", str(chorus_server.db_path))
+    assert listed.returncode == 0, listed.stderr
+    rows = [line.split() for line in listed.stdout.splitlines()[1:]]
+    assert len(rows) == 1, listed.stdout
+    node_id, state = rows[0][0], rows[0][1]
+    assert state == "up", listed.stdout
+    # The same node as the API shows, with the advertise URL last.
+    nodes = chorus_server.request("GET", "/v1/nodes").json()["nodes"]
+    assert [n["nodeId"] for n in nodes] == [node_id]
+    assert rows[0][-1] == nodes[0]["advertiseUrl"]

@@ -98,6 +98,8 @@ def test_rooms_spread_redirected_joins_hear_and_events_flow_through_any_node(clu
     assert redirect.status_code == 307, redirect.text
     assert redirect.headers["Location"] == cluster.nodes[owner].url(f"/v1/rooms/{room}/participants")
 
+    assert metric(cluster.nodes[others[0]], "chorus_cluster_redirects_total") >= 1
+
     talker = ThreadedPeer(frequency=440, video=False)
     listener = ThreadedPeer(frequency=660, video=False)
     try:
@@ -132,6 +134,13 @@ def test_rooms_spread_redirected_joins_hear_and_events_flow_through_any_node(clu
         assert cluster.nodes[node].request("GET", f"/v1/rooms/{room}").status_code == 200
     assert cluster.nodes[others[1]].request("DELETE", f"/v1/rooms/{room}").status_code == 204
     assert cluster.nodes[owner].request("GET", f"/v1/rooms/{room}").status_code == 404
+
+
+def metric(node, name: str) -> float:
+    """The sum of a metric's samples in the node's /metrics (0 when absent)."""
+    text = requests.get(node.url("/metrics"), timeout=10).text
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith(name) and not line.startswith("#"))
 
 
 def registration(cluster: Cluster, user: str, sequence: int) -> dict:
@@ -220,6 +229,8 @@ def test_a_killed_nodes_participants_rejoin_elsewhere_and_hear_each_other(cluste
         wait_until("the dead node's calls ended nodeLost", lost, 20)
         nodes = {n["nodeId"]: n for n in cluster.nodes[survivors[0]].request("GET", "/v1/nodes").json()["nodes"]}
         assert nodes[f"n{owner}"]["state"] == "lost" and not nodes[f"n{owner}"]["live"]
+        # Exactly one survivor claimed the loss, and says so in /metrics.
+        assert sum(metric(cluster.nodes[n], "chorus_cluster_nodes_lost_total") for n in survivors) == 1
 
         # Restarted with the same ID, the node does not take its old room back.
         cluster.nodes[owner].start()

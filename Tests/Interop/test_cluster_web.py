@@ -6,11 +6,10 @@ surviving node and hears the room again."""
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pytest
 
-from chromium import Chromium, wait_for
+from chromium import wait_for
 from cluster import Cluster, ClusterClient
 from peers import ThreadedPeer
 
@@ -26,13 +25,6 @@ def cluster(chorus_bin, postgres, tmp_path):
         yield started
     finally:
         started.stop()
-
-
-@pytest.fixture
-def chromium(tmp_path: Path):
-    browser = Chromium(tmp_path / "chromium-profile", tmp_path / "chromium.log")
-    yield browser
-    browser.close()
 
 
 def received(cluster: Cluster, node: int, call_id: str) -> int:

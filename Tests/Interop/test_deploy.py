@@ -111,3 +111,41 @@ def test_compose_runs_coturn_beside_chorus_on_request():
     assert '--static-auth-secret="$${TURN_SECRET:?' in command
     assert '--allowed-peer-ip="$${CHORUS_PUBLIC_IP}"' in command
     assert coturn["environment"]["CHORUS_PUBLIC_IP"] == chorus["environment"]["CHORUS_PUBLIC_IP"]
+
+
+def test_cluster_compose_runs_three_nodes_on_one_postgres():
+    compose = yaml.safe_load((DEPLOY / "cluster-compose.yaml").read_text())
+    services = compose["services"]
+    nodes = {name: svc for name, svc in services.items() if name != "postgres"}
+    assert len(nodes) == 3 and "healthcheck" in services["postgres"]
+    urls, ids, media = set(), set(), set()
+    for svc in nodes.values():
+        env = svc["environment"]
+        assert env["CHORUS_DB"].startswith("postgres://") and "@postgres:5432/" in env["CHORUS_DB"]
+        assert svc["depends_on"]["postgres"]["condition"] == "service_healthy"
+        ids.add(env["CHORUS_NODE_ID"])
+        urls.add(env["CHORUS_ADVERTISE_URL"])
+        port = env["CHORUS_MEDIA_PORT"]
+        media.add(port)
+        # Each node's own media port is published, UDP and TCP (media is never load balanced).
+        assert f"{port}:{port}/udp" in svc["ports"] and f"{port}:{port}/tcp" in svc["ports"]
+        assert env["CHORUS_ADVERTISE_URL"].endswith(":" + env["CHORUS_HTTP_PORT"])
+    assert len(ids) == len(urls) == len(media) == 3
+
+
+def test_kubernetes_cluster_manifest():
+    documents = [d for d in yaml.safe_load_all((DEPLOY / "kubernetes-cluster.yaml").read_text()) if d]
+    kinds = {d["kind"] for d in documents}
+    assert {"StatefulSet", "Secret"} <= kinds
+    workload = next(d for d in documents if d["kind"] == "StatefulSet")
+    pod = workload["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    names = {e["name"]: e for e in container["env"]}
+    # The node ID is the pod's name (stable across restarts), the database URL a secret.
+    assert names["CHORUS_NODE_ID"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
+    assert "secretKeyRef" in names["CHORUS_DB"]["valueFrom"]
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    drain = int(names["CHORUS_DRAIN_SECONDS"]["value"])
+    assert pod["terminationGracePeriodSeconds"] > drain
+    assert any(p.get("protocol") == "UDP" for p in container["ports"])

@@ -36,13 +36,12 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from pathlib import Path
 from typing import Any, Callable
 
 import aiortc.rtcrtpreceiver
 import pytest
 
-from chromium import Chromium, Page, wait_for
+from chromium import Page, wait_for
 from conftest import ChorusServer
 from peers import EventStream, Peer
 
@@ -266,13 +265,6 @@ def aiortc_loop():
     loop = AiortcLoop()
     yield loop
     loop.close()
-
-
-@pytest.fixture
-def chromium(tmp_path: Path):
-    browser = Chromium(tmp_path / "chromium-profile", tmp_path / "chromium.log")
-    yield browser
-    browser.close()
 
 
 @pytest.fixture

@@ -16,12 +16,11 @@ kbit/s, and failed).
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pytest
 
 from browser_netns import GATHERED_OFFER_JS
-from chromium import Chromium, wait_for
+from chromium import wait_for
 from conftest import ChorusServer
 
 ROOM = "twcc"
@@ -59,13 +58,6 @@ window.twcc = (() => {
 })();
 true
 """.replace("%GATHERED_OFFER%", GATHERED_OFFER_JS)
-
-
-@pytest.fixture
-def chromium(tmp_path: Path):
-    browser = Chromium(tmp_path / "chromium-profile", tmp_path / "chromium.log")
-    yield browser
-    browser.close()
 
 
 def test_chromium_estimates_its_uplink_from_the_servers_transport_cc_feedback(

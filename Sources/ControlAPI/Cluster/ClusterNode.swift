@@ -1,6 +1,7 @@
 import ChorusCore
 import Foundation
 import Logging
+import Metrics
 import Rooms
 import Storage
 
@@ -18,12 +19,25 @@ public struct NodeIdentity: Sendable, Equatable {
         self.mediaAddresses = mediaAddresses
     }
 
-    /// A node ID: 1–64 letters, digits, `.`, `_` or `-`.
+    /// A node ID: 1–64 ASCII letters, digits, `.`, `_` or `-` (safe in logs, URLs and SQL).
     public static func isValidNodeId(_ text: String) -> Bool {
-        !text.isEmpty && text.utf8.count <= 64
-            && text.utf8.allSatisfy { $0 < 128 && (Character(UnicodeScalar($0)).isLetter
-                || Character(UnicodeScalar($0)).isNumber || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_")
-                || $0 == UInt8(ascii: "-")) }
+        !text.isEmpty && text.utf8.count <= 64 && text.utf8.allSatisfy(isNodeIdByte)
+    }
+
+    /// `text` made into a valid node ID (other bytes become `-`), e.g. from a host name.
+    public static func nodeId(from text: String) -> String {
+        let bytes = text.utf8.prefix(64).map { isNodeIdByte($0) ? $0 : UInt8(ascii: "-") }
+        return bytes.isEmpty ? "node" : String(decoding: bytes, as: UTF8.self)
+    }
+
+    private static func isNodeIdByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+             UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
+            true
+        default:
+            false
+        }
     }
 }
 
@@ -45,6 +59,11 @@ public struct ClusterTiming: Sendable {
 /// it has not renewed within the lease's duration. Rooms keep mixing when the database is
 /// unreachable; only new joins wait (`leaseUnconfirmed`) until a renewal succeeds.
 public actor ClusterNode {
+    static let heartbeatsWritten = Counter(label: "chorus_cluster_heartbeats_total", dimensions: [("result", "written")])
+    static let heartbeatsFailed = Counter(label: "chorus_cluster_heartbeats_total", dimensions: [("result", "failed")])
+    static let nodesLost = Counter(label: "chorus_cluster_nodes_lost_total")
+    static let roomsLost = Counter(label: "chorus_cluster_rooms_lost_total")
+
     public nonisolated let identity: NodeIdentity
     public nonisolated let timing: ClusterTiming
     let store: any ChorusStore
@@ -136,8 +155,10 @@ public actor ClusterNode {
                 logger.warning("heartbeat failed; rooms keep running, new joins wait", metadata: ["error": "\(error)"])
             }
             healthySince = nil
+            Self.heartbeatsFailed.increment()
             return false
         }
+        Self.heartbeatsWritten.increment()
         lastBeat = started
         if healthySince == nil { healthySince = started }
         await settle(outcome, beatStarted: started)
@@ -155,6 +176,7 @@ public actor ClusterNode {
             placed[lease] = nil
             let cause: EndCause = closed.contains(lease) ? .roomClosed : .nodeLost
             if cause == .nodeLost {
+                Self.roomsLost.increment()
                 logger.warning("lease lost to another node; room ended here", metadata: ["room": "\(lease.roomId)"])
             }
             await registry.close(entry.room, cause: cause)
@@ -164,6 +186,7 @@ public actor ClusterNode {
     private func sweep(now: Date) async {
         do {
             for lost in try await store.sweepLostNodes(staleBefore: now.addingTimeInterval(-timing.lossAfter)) {
+                Self.nodesLost.increment()
                 logger.warning("node lost: its calls ended nodeLost", metadata: [
                     "node": "\(lost.nodeId)", "calls": "\(lost.endedCalls.count)",
                     "lastHeartbeat": "\(lost.lastHeartbeat)",

@@ -2,6 +2,7 @@ import ChorusCore
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Metrics
 import Rooms
 import Storage
 
@@ -12,7 +13,10 @@ struct RoomElsewhere: Error {
     var nodeId: String
     var advertiseUrl: String
 
+    static let redirects = Counter(label: "chorus_cluster_redirects_total")
+
     func response(for request: Request) -> Response {
+        Self.redirects.increment()
         var target = advertiseUrl + request.uri.path
         if let query = request.uri.query, !query.isEmpty { target += "?" + query }
         let error = APIError(.temporaryRedirect, "roomElsewhere", "this room runs on node \(nodeId): \(target)",
