@@ -14,12 +14,13 @@ import Synchronization
 /// the starts are behind a lock, so it is `Sendable` without `@unchecked` (the lock is taken
 /// once per burst by the talker and once per onset heard by each probe).
 final class RoomTimeline: Sendable {
+    /// Every burst start of the run (a few a second; bounded for hour-long runs).
     private let burstStarts = Mutex<[MediaTime]>([])
+    static let maximumBursts = 100_000
 
     func burstSent(at time: MediaTime) {
         burstStarts.withLock { starts in
-            starts.append(time)
-            if starts.count > 64 { starts.removeFirst(starts.count - 64) }
+            if starts.count < Self.maximumBursts { starts.append(time) }
         }
     }
 
@@ -28,6 +29,11 @@ final class RoomTimeline: Sendable {
         burstStarts.withLock { starts in
             starts.last { $0 <= time && time.nanoseconds(since: $0) < 1_000_000_000 }
         }
+    }
+
+    /// The bursts started in `from..<until`.
+    func bursts(from: MediaTime, until: MediaTime) -> [MediaTime] {
+        burstStarts.withLock { starts in starts.filter { $0 >= from && $0 < until } }
     }
 }
 
@@ -133,6 +139,13 @@ final class LoadParticipant: @unchecked Sendable {
     private var lastBurstFrameAt: MediaTime?
     /// Mouth-to-ear latencies measured by this probe, milliseconds, and when.
     private(set) var latencies: [(at: MediaTime, ms: Double)] = []
+    /// The burst starts this probe detected an onset of (what a missed onset is told from).
+    private(set) var detectedBursts: Set<MediaTime> = []
+    /// The measured window: the audio received in it is held against what the streams' own
+    /// timing says was sent (`WindowRate`), by SSRC.
+    var window = (from: MediaTime(nanoseconds: .max), until: MediaTime(nanoseconds: .max))
+    private(set) var windowRates: [UInt32: WindowRate] = [:]
+    var isProbe: Bool { probe != nil }
     var errors: [String] = []
     /// The event loop the participant lives on once handed over (nil when a unit test drives
     /// it directly, on the test's thread).
@@ -365,6 +378,10 @@ final class LoadParticipant: @unchecked Sendable {
         }
         streams[header.ssrc.rawValue, default: ReceivedStream(clockRate: 48_000)]
             .received(sequenceNumber: header.sequenceNumber, timestamp: header.timestamp, arrival: now)
+        if now >= window.from, now < window.until {
+            windowRates[header.ssrc.rawValue, default: WindowRate()]
+                .received(timestamp: header.timestamp, marker: header.marker, at: now)
+        }
         if probe != nil { decodeProbe(rtp.payload, now: now) }
     }
 
@@ -382,6 +399,7 @@ final class LoadParticipant: @unchecked Sendable {
         if lastBurstFrameAt.map({ now.nanoseconds(since: $0) >= 200_000_000 }) ?? true,
            let sent = timeline.burst(before: now) {
             latencies.append((now, Double(now.nanoseconds(since: sent)) / 1e6))
+            detectedBursts.insert(sent)
         }
         lastBurstFrameAt = now
     }

@@ -65,8 +65,12 @@ public enum LoadReport {
             ("Silent participants in DTX", "\(results.participantsInDTX)"),
             ("Audio loss", "\(number(results.audioLossPercent, 2)) % (\(results.audioPacketsReceived) of "
                 + "\(results.audioPacketsExpected) packets received)"),
+            ("Audio short of stream timing", results.audioRateLossPercent.map { "\(number($0, 2)) % short" } ?? "not measured"),
             ("Audio jitter", percentiles(results.audioJitter, [50, 95])),
             ("Mouth-to-ear", percentiles(results.mouthToEar, [50, 95, 99])),
+            ("Onsets detected", results.onsetsExpected.map { "\(results.onsetsDetected ?? 0) of \($0)" } ?? "not measured"),
+            ("Generator tick lag", results.generatorTickLag.map { percentiles($0, [95]) + "  max \(milliseconds($0.max))" }
+                ?? "not measured"),
             ("Video received", results.scenario.video
                 ? "\(results.subscribersWithVideo) of \(results.videoSubscribers) subscribers, "
                     + "\(results.videoFramesReceived) frames, loss \(number(results.videoLossPercent, 2)) %"

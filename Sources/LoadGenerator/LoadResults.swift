@@ -114,8 +114,23 @@ public struct LoadResults: Codable, Sendable, Equatable {
     public var audioLossPercent: Double
     /// RFC 3550 inter-arrival jitter of the audio streams received, milliseconds.
     public var audioJitter: Distribution
-    /// Tone-burst onset sent by a talker → onset decoded by a probe listener.
+    /// Packets the listeners received in the measured window against those the streams' own
+    /// timing says were sent (RTP timestamps within talk spurts, held to the wall clock),
+    /// percent short: unlike the sequence measure, it sees a server that falls behind and sends
+    /// fewer packets a second.
+    public var audioRateLossPercent: Double?
+    /// Tone-burst onset sent by a talker → onset decoded by a probe listener; an onset a probe
+    /// did not detect counts at the 1 s deadline.
     public var mouthToEar: Distribution
+    /// Burst onsets the probes should have heard in the measured window, and those they did.
+    public var onsetsExpected: Int?
+    public var onsetsDetected: Int?
+    /// How late the generator's own 5 ms tick ran in the measured window (ms): a latency figure
+    /// near this says more about the generator than about the server.
+    public var generatorTickLag: Distribution?
+    /// The bars the run was held to, and those it missed.
+    public var bars: LoadBars?
+    public var failedBars: [String]?
     /// Video (with `--video`): frames completed (marker bits) and packets received in all slots,
     /// the subscribers that should have received video and those that did, and the loss over
     /// every slot stream (RFC 3550 A.3), percent.

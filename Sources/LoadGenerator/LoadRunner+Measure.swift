@@ -7,6 +7,7 @@ extension LoadRunner {
     func startTicking() -> RepeatedTask {
         loop.scheduleRepeatedTask(initialDelay: .milliseconds(5), delay: .milliseconds(5)) { _ in
             let now = MediaTime.now()
+            self.noteTick(at: now)
             for participant in self.participants { participant.tick(now: now) }
             for connection in self.auxiliaries { connection.tick(now: now) }
         }
@@ -74,7 +75,8 @@ extension LoadRunner {
         for participant in participants { errors += participant.errors.prefix(1) }
         let total = configuration.rooms * configuration.participants
         let passed = joinFailures.isEmpty && established.count == total && deaf.isEmpty && video.blind.isEmpty
-        return LoadResults(
+        let onsets = onsetTally()
+        var results = LoadResults(
             scenario: .init(target: configuration.target, url: configuration.url, rooms: configuration.rooms,
                             participantsPerRoom: configuration.participants, talkersPerRoom: configuration.talkers,
                             video: configuration.video, slots: configuration.video ? configuration.slots : 0,
@@ -87,9 +89,12 @@ extension LoadRunner {
             audioPacketsReceived: received, audioPacketsExpected: expected,
             audioLossPercent: expected > 0 ? Double(max(0, expected - received)) * 100 / Double(expected) : 0,
             audioJitter: LoadResults.Distribution(jitters),
+            audioRateLossPercent: rateLossPercent(),
             mouthToEar: LoadResults.Distribution(participants.flatMap { participant in
                 participant.latencies.filter { $0.at >= self.steadyFrom }.map(\.ms)
-            }),
+            } + Array(repeating: Self.onsetDeadlineMs, count: onsets.expected - onsets.detected)),
+            onsetsExpected: onsets.expected, onsetsDetected: onsets.detected,
+            generatorTickLag: LoadResults.Distribution(tickLags), bars: configuration.bars,
             videoFramesReceived: video.frames, videoPacketsReceived: video.received,
             videoSubscribers: video.subscribers, subscribersWithVideo: video.subscribers - video.blind.count,
             videoLossPercent: video.expected > 0 ? Double(max(0, video.expected - video.received)) * 100 / Double(video.expected) : 0,
@@ -98,6 +103,42 @@ extension LoadRunner {
             generatorCPUCores: steady.isEmpty ? 0 : steady.map(\.generatorCPUCores).reduce(0, +) / Double(steady.count),
             serverCPUSecondsPerParticipantSecond: serverCPU.map { $0 / Double(max(established.count, 1)) },
             samples: samples, errors: Array(errors.prefix(10)), passed: passed)
+        let failed = configuration.bars.failures(results)
+        results.failedBars = failed
+        results.passed = passed && failed.isEmpty
+        results.errors = Array((failed + results.errors).prefix(10))
+        return results
+    }
+
+    /// A missed onset counts at this deadline (a probe matches an onset to a burst sent less
+    /// than a second before it).
+    static let onsetDeadlineMs = 1_000.0
+
+    /// Audio received in the window by the listeners that must hear it, against what the
+    /// streams' timing says was sent (`WindowRate`), percent short; nil when nobody must hear.
+    func rateLossPercent() -> Double? {
+        let rates = participants.filter(\.expectsAudio).flatMap { $0.windowRates.values }
+        let expected = rates.reduce(0) { $0 + $1.expected }
+        guard expected > 0 else { return nil }
+        let received = Double(rates.reduce(0) { $0 + $1.received })
+        return max(0, (expected - received) * 100 / expected)
+    }
+
+    /// Each probe's bursts to hear: those its room's burst talker started in the window, a
+    /// deadline before its end, and of those the ones it detected.
+    func onsetTally() -> (expected: Int, detected: Int) {
+        let deadline = UInt64(Self.onsetDeadlineMs * 1e6)
+        guard steadyUntil.nanoseconds != .max, steadyUntil.nanoseconds > steadyFrom.nanoseconds + deadline else {
+            return (0, 0)
+        }
+        let last = MediaTime(nanoseconds: steadyUntil.nanoseconds - deadline)
+        var tally = (expected: 0, detected: 0)
+        for probe in participants where probe.isProbe && probe.establishedAt != nil {
+            let bursts = probe.timeline.bursts(from: steadyFrom, until: last)
+            tally.expected += bursts.count
+            tally.detected += bursts.filter(probe.detectedBursts.contains).count
+        }
+        return tally
     }
 
     /// Video received in every slot: frames, packets, expected packets, and the subscribers that

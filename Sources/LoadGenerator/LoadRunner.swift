@@ -35,6 +35,8 @@ public struct LoadConfiguration: Sendable {
     /// Media over ICE-TCP (RFC 6544, the answer's passive TCP candidate, RFC 4571 framing)
     /// instead of UDP.
     public var tcp = false
+    /// What the run must meet to pass (`LoadBars`).
+    public var bars = LoadBars()
 
     public init(url: String, appKey: String, appSecret: String, rooms: Int, participants: Int, talkers: Int,
                 durationSeconds: Double, rampUpPerSecond: Double, output: URL, target: String) {
@@ -90,6 +92,10 @@ public final class LoadRunner: Sendable {
         var joinFailures: [String] = []
         var hangUps: [@Sendable () async -> Void] = []
         var steadyFrom = MediaTime(nanoseconds: .max)
+        var steadyUntil = MediaTime(nanoseconds: .max)
+        /// How late each generator tick ran in the measured window, ms, and the last tick.
+        var tickLags: [Double] = []
+        var lastTickAt: MediaTime?
     }
 
     // The loop state by name (each access checked by `onLoop`).
@@ -125,6 +131,22 @@ public final class LoadRunner: Sendable {
         get { onLoop.value.steadyFrom }
         set { onLoop.value.steadyFrom = newValue }
     }
+
+    /// The end of the measured period: when the media stopped.
+    var steadyUntil: MediaTime {
+        get { onLoop.value.steadyUntil }
+        set { onLoop.value.steadyUntil = newValue }
+    }
+
+    /// Records how late a 5 ms tick ran (after the previous one, plus 5 ms), in the window.
+    func noteTick(at now: MediaTime) {
+        if let last = onLoop.value.lastTickAt, now >= steadyFrom, onLoop.value.tickLags.count < 2_000_000 {
+            onLoop.value.tickLags.append(max(0, Double(now.nanoseconds(since: last)) / 1e6 - 5))
+        }
+        onLoop.value.lastTickAt = now
+    }
+
+    var tickLags: [Double] { onLoop.value.tickLags }
 
     public init(configuration: LoadConfiguration) throws {
         self.configuration = configuration
@@ -168,8 +190,16 @@ public final class LoadRunner: Sendable {
             try await joinSeparateVideo(separateVideo, context: context, camera: camera)
         }
         let steady = MediaTime.now().adding(milliseconds: 1_000)
-        try await loop.submit { self.steadyFrom = steady }.get()
+        try await loop.submit {
+            self.steadyFrom = steady
+            for participant in self.participants { participant.window.from = steady }
+        }.get()
         try await Task.sleep(nanoseconds: UInt64(configuration.durationSeconds * 1e9))
+        try await loop.submit {
+            let now = MediaTime.now()
+            self.steadyUntil = now
+            for participant in self.participants { participant.window.until = now }
+        }.get()
         sampler.cancel()
         ticker.cancel()
         await leaveAll()

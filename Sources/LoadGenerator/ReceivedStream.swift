@@ -54,3 +54,49 @@ struct ReceivedStream: Sendable {
         return result
     }
 }
+
+/// Packets a listener received in the measured window against the packets the stream's own
+/// timing says were sent, so that a server that falls behind (continuous sequence numbers, fewer
+/// packets a second) shows as loss. Expected frames come from the RTP timestamps (960 a frame);
+/// a jump followed by a marker bit is a silence the server chose (RFC 3551 talk spurt), not loss.
+/// The stream's clock is held against the wall clock: when its timestamps advanced slower than
+/// real time (less a 60 ms allowance for the last packet's jitter), the expectation is stretched
+/// to real time.
+struct WindowRate: Sendable {
+    static let samplesPerFrame: Int64 = 960
+    static let clockRate = 48_000.0
+    static let jitterAllowanceSeconds = 0.06
+    private(set) var received = 0
+    private var expectedFrames = 0.0
+    private var lastTimestamp: UInt32?
+    /// Stream time since the first packet (timestamp units), and the wall and stream times of
+    /// the first and last packets.
+    private var streamTime: Int64 = 0
+    private var first: (wall: UInt64, stream: Int64)?
+    private var last: (wall: UInt64, stream: Int64)?
+
+    mutating func received(timestamp: UInt32, marker: Bool, at wall: MediaTime) {
+        received += 1
+        guard let previous = lastTimestamp else {
+            lastTimestamp = timestamp
+            expectedFrames = 1
+            first = (wall.nanoseconds, 0)
+            last = first
+            return
+        }
+        let delta = Int64(Int32(bitPattern: timestamp &- previous))
+        guard delta > 0 else { return }  // a reordered or repeated packet: counted, nothing expected
+        lastTimestamp = timestamp
+        streamTime += delta
+        expectedFrames += marker ? 1 : Double(delta) / Double(Self.samplesPerFrame)
+        last = (wall.nanoseconds, streamTime)
+    }
+
+    /// The packets the stream should have brought in the window.
+    var expected: Double {
+        guard let first, let last, last.stream > first.stream, last.wall > first.wall else { return expectedFrames }
+        let wallSeconds = Double(last.wall - first.wall) / 1e9 - Self.jitterAllowanceSeconds
+        let streamSeconds = Double(last.stream - first.stream) / Self.clockRate
+        return expectedFrames * max(1, wallSeconds / streamSeconds)
+    }
+}

@@ -4,7 +4,8 @@ import LoadGenerator
 
 /// `chorus load`: simulated participants over real connections against a running server (this
 /// one, or Janus for the side-by-side comparison), with a summary table, results.json and an
-/// HTML report. Exit status 0 when the run completed and every listener received audio.
+/// HTML report. Exit status 0 when the run passed: everyone joined and heard audio, and the
+/// bars (`LoadBars`: loss by both measures, mouth-to-ear p95, onsets detected) were met.
 struct Load: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Drive a server with simulated participants.")
 
@@ -30,6 +31,12 @@ struct Load: AsyncParsableCommand {
     var target: String = "chorus"
     @Option(help: "The server's pid for CPU and memory (found by command line when local).") var serverPid: Int32?
     @Flag(help: "No progress line.") var quiet = false
+    @Option(help: "The bar: audio loss, by sequence gaps and by packets received against 50/s, below this percent.")
+    var maxLossPercent: Double = 0.5
+    @Option(help: "The bar: mouth-to-ear p95 (missed onsets at 1 s) at most this many ms.")
+    var maxLatencyP95Ms: Double = 400
+    @Option(help: "The bar: at least this percent of the burst onsets detected by the probes.")
+    var minOnsetsPercent: Double = 99.5
     @Option(help: "Opus DTX for silent participants: negotiated (when the server's answer has usedtx=1, as browsers do), on or off.")
     var dtx: String = "negotiated"
 
@@ -41,6 +48,9 @@ struct Load: AsyncParsableCommand {
         guard duration > 0, duration <= 3_600, rampUp > 0 else { throw ValidationError("duration 0…3600 s, ramp-up > 0") }
         guard target == "chorus" || target == "janus" else { throw ValidationError("--target is chorus or janus") }
         guard (0...25).contains(slots) else { throw ValidationError("--slots must be 0…25") }
+        guard (0...100).contains(maxLossPercent), maxLatencyP95Ms > 0, (0...100).contains(minOnsetsPercent) else {
+            throw ValidationError("--max-loss-percent and --min-onsets-percent are 0…100, --max-latency-p95-ms > 0")
+        }
         guard LoadDTX(rawValue: dtx) != nil else { throw ValidationError("--dtx is negotiated, on or off") }
         guard !simulcast || video else { throw ValidationError("--simulcast needs --video") }
         guard target == "chorus" || !(simulcast || transportCc || tcp) else {
@@ -65,6 +75,9 @@ struct Load: AsyncParsableCommand {
         configuration.simulcast = simulcast
         configuration.transportCC = transportCc || simulcast
         configuration.tcp = tcp
+        configuration.bars.maxLossPercent = maxLossPercent
+        configuration.bars.maxLatencyP95Ms = maxLatencyP95Ms
+        configuration.bars.minOnsetsDetectedPercent = minOnsetsPercent
         let runner = try LoadRunner(configuration: configuration)
         let results = try await runner.run()
         if !quiet { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }

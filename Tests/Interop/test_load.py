@@ -11,6 +11,11 @@ import time
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+# The capacity bars of `chorus load` (loss < 0.5 %, onsets detected >= 99.5 %) are for release
+# builds on a quiet machine. These runs check correctness on a debug build that shares two cores
+# with the test runner, where one stalled tick can cost an onset out of a few dozen: they hold it
+# to loss < 1 % and 90 % of the onsets, and assert the figures themselves below.
+TEST_BARS = ["--max-loss-percent", "1", "--min-onsets-percent", "90"]
 
 
 def test_two_rooms_of_five_hear_each_other(chorus_server, chorus_bin, tmp_path):
@@ -19,13 +24,18 @@ def test_two_rooms_of_five_hear_each_other(chorus_server, chorus_bin, tmp_path):
     run = subprocess.run(
         [chorus_bin, "load", "--url", chorus_server.base_url, "--app-key", key, "--app-secret", secret,
          "--rooms", "2", "--participants", "5", "--talkers", "2", "--duration", "10", "--ramp-up", "20",
-         "--output", str(output), "--quiet"],
+         "--output", str(output), "--quiet", *TEST_BARS],
         capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, f"chorus load failed ({run.returncode}):\n{run.stdout}\n{run.stderr}"
     results = json.loads((output / "results.json").read_text())
     assert results["passed"] is True, results["errors"]
     assert results["established"] == 10 and results["listenersWithAudio"] == 10, run.stdout
     assert results["audioLossPercent"] < 1.0, run.stdout
+    # Held to the streams' own timing too (a server that falls behind shows there), and the
+    # probes' onsets counted against the bursts sent; the generator says how late it ran.
+    assert results["audioRateLossPercent"] < 1.0 and results["failedBars"] == [], run.stdout
+    assert results["onsetsExpected"] >= 10 and results["onsetsDetected"] >= 0.9 * results["onsetsExpected"], run.stdout
+    assert results["generatorTickLag"]["count"] > 100, run.stdout
     # Every second of the run was sampled, and the probes timed the burst talker's onsets.
     assert len(results["samples"]) >= 9, run.stdout
     assert results["mouthToEar"]["count"] >= 10, run.stdout
@@ -67,7 +77,7 @@ def test_video_run_fills_every_slot(chorus_server, chorus_bin):
     run = subprocess.run(
         [chorus_bin, "load", "--url", chorus_server.base_url, "--app-key", key, "--app-secret", secret,
          "--rooms", "2", "--participants", "3", "--talkers", "1", "--video", "--slots", "2",
-         "--duration", str(duration), "--ramp-up", "20", "--output", str(output), "--quiet"],
+         "--duration", str(duration), "--ramp-up", "20", "--output", str(output), "--quiet", *TEST_BARS],
         capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, f"chorus load --video failed ({run.returncode}):\n{run.stdout}\n{run.stderr}"
     results = json.loads((output / "results.json").read_text())

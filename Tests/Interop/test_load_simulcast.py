@@ -22,12 +22,17 @@ import time
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+# The capacity bars of `chorus load` (loss < 0.5 %, onsets detected >= 99.5 %) are for release
+# builds on a quiet machine. These runs check correctness on a debug build that shares two cores
+# with the test runner, where one stalled tick can cost an onset out of a few dozen: they hold it
+# to loss < 1 % and 90 % of the onsets, and assert the figures themselves below.
+TEST_BARS = ["--max-loss-percent", "1", "--min-onsets-percent", "90"]
 
 
 def load_command(chorus_bin: str, server, output: Path, *extra: str) -> list[str]:
     key, secret = server.auth
     return [chorus_bin, "load", "--url", server.base_url, "--app-key", key, "--app-secret", secret,
-            "--output", str(output), "--quiet", *extra]
+            "--output", str(output), "--quiet", *TEST_BARS, *extra]
 
 
 def watch_participants(server, stop: threading.Event, seen: dict[str, list[dict]]) -> None:
