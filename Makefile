@@ -40,7 +40,7 @@ run: deps build-release
 test: deps venv build
 	swift test --skip-build
 	mkdir -p $(OUTPUT)
-	CHORUS_BIN=$(CURDIR)/.build/debug/chorus $(PY) -m pytest Tests/Interop -q -p no:cacheprovider
+	CHORUS_BIN=$(CURDIR)/.build/debug/chorus $(PY) -m pytest Tests/Interop -q -p no:cacheprovider --durations=15
 	$(MAKE) bench-build
 	$(MAKE) fuzz-smoke
 
