@@ -263,6 +263,11 @@ def test_a_drained_node_takes_no_rooms_and_its_calls_end_for_rejoining(cluster):
             assert landed != owner
         finally:
             rejoin.close()
+        # SIGTERM: the node stops cleanly and stays "stopped" (no late heartbeat says "up").
+        assert cluster.nodes[owner].stop() == 0
+        time.sleep(3)
+        states = {n["nodeId"]: n for n in cluster.nodes[landed].request("GET", "/v1/nodes").json()["nodes"]}
+        assert states[f"n{owner}"]["state"] == "stopped" and not states[f"n{owner}"]["live"], states
     finally:
         peer.close()
 

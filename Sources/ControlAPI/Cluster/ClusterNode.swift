@@ -76,6 +76,8 @@ public actor ClusterNode {
     /// full loss period of its own health, so a database outage never makes everyone "lost".
     private var healthySince: Date?
     private var draining = false
+    /// Set by a clean stop: no heartbeat may write the node "up" again afterwards.
+    private var stopped = false
     private var inFlight: Task<Bool, Never>?
     private var cpu = CPUUsage()
     /// Rooms live here under a lease, with when they were placed.
@@ -143,6 +145,7 @@ public actor ClusterNode {
     }
 
     private func performBeat() async -> Bool {
+        guard !stopped else { return false }
         let started = clock()
         let counts = await registry.participantCounts()
         let rooms = await registry.count
@@ -208,6 +211,9 @@ public actor ClusterNode {
 
     /// A clean stop: the node's leases go at once, so its rooms can be placed elsewhere.
     public func stop() async {
+        stopped = true
+        // A heartbeat already on its way must land before the "stopped" it would overwrite.
+        if let inFlight { _ = await inFlight.value }
         placed.removeAll()
         try? await store.stopNode(identity.nodeId)
     }
