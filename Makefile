@@ -32,7 +32,7 @@ PY := $(VENV)/bin/python
 HTTP_PORT ?= 8080
 OUTPUT := test-output
 
-.PHONY: run test deps venv build build-release unit interop tsan bench bench-compare fuzz fuzz-smoke fuzz-campaign bench-build soak clean
+.PHONY: run test deps venv build build-release unit interop tsan bench bench-compare bench-cluster fuzz fuzz-smoke fuzz-campaign bench-build soak clean
 
 run: deps build-release
 	.build/release/chorus serve --db ./chorus.sqlite --demo --http-port $(HTTP_PORT)
@@ -101,6 +101,11 @@ bench-build: deps
 # Results and the comparison table go to bench-output/compare/ (see docs/PERFORMANCE.md).
 bench-compare: deps build-release
 	$(SUDO) Benchmarks/Compare/bench-compare.sh
+
+# Joins and registrations per second, one node on SQLite, one and three on a throwaway PostgreSQL (docs/PERFORMANCE.md).
+CLUSTER_ROUNDS ?= 3
+bench-cluster: deps venv build-release
+	$(PY) Benchmarks/Cluster/cluster_bench.py .build/release/chorus $(CLUSTER_ROUNDS) bench-output/cluster
 
 # libFuzzer harnesses (Fuzz/<Name>/, built with -sanitize=fuzzer,address) in their own scratch
 # folder: the manifest differs with CHORUS_FUZZ set. Each runs FUZZ_SECONDS, one at a time, from
