@@ -7,8 +7,10 @@ import Storage
 
 /// Writes every call's lifecycle into its call record: established time, end time, end cause
 /// and the server's counters. Rooms hand their events to `observer` (on their queues, without
-/// waiting); one task writes them in order. Run as a Service listed before the HTTP server and
-/// the rooms, so that at shutdown it stops last and drains the `serverShutdown` endings.
+/// waiting); one task writes them in order, as many as are waiting in one transaction (up to
+/// `batchLimit`), so the records keep up with hundreds of joins and ends a second. Run as a
+/// Service listed before the HTTP server and the rooms, so that at shutdown it stops last and
+/// drains the `serverShutdown` endings.
 ///
 /// A write the database cannot take now (`unavailable`: PostgreSQL restarting, SQLite busy) is
 /// retried with backoff, holding the later events back so that each call's record still
@@ -19,33 +21,37 @@ public final class CallRecorder: Service, Sendable {
     static let retryLimit: Duration = .seconds(600)
     /// How long it is retried once shutdown has begun (the events are then only drained).
     static let shutdownRetryLimit: Duration = .seconds(5)
+    /// Changes written in one transaction at most.
+    static let batchLimit = 256
     private let stopping = NIOLockedValueBox(false)
     private let database: any ChorusStore
     private let logger: Logger
-    private let stream: AsyncStream<RoomEvent>
-    private let continuation: AsyncStream<RoomEvent>.Continuation
+    /// The changes not yet written, in arrival order; `wakeups` says that there are some.
+    private let pending = NIOLockedValueBox<[CallChange]>([])
+    private let wakeups: AsyncStream<Void>
+    private let continuation: AsyncStream<Void>.Continuation
 
     public init(database: any ChorusStore, logger: Logger) {
         self.database = database
         self.logger = logger
-        (stream, continuation) = AsyncStream.makeStream(of: RoomEvent.self)
+        (wakeups, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
     /// Give this to the `RoomRegistry`.
     public var observer: RoomEventObserver {
+        let pending = self.pending
         let continuation = self.continuation
         return { _, event in
-            if event.name == "participant.established" || event.name == "participant.ended" {
-                continuation.yield(event)
-            }
+            guard let change = Self.change(for: event) else { return }
+            pending.withLockedValue { $0.append(change) }
+            continuation.yield()
         }
     }
 
     public func run() async throws {
         await withGracefulShutdownHandler {
-            for await event in stream {
-                await recordRetrying(event)
-            }
+            for await _ in wakeups { await writePending() }
+            await writePending()
         } onGracefulShutdown: {
             self.stopping.withLockedValue { $0 = true }
             self.continuation.finish()
@@ -57,66 +63,71 @@ public final class CallRecorder: Service, Sendable {
         continuation.finish()
     }
 
-    /// Writes `event`, again and again with backoff (0.25 s doubling to 5 s) while the database
+    /// Writes what is pending, a batch at a time, until nothing is.
+    private func writePending() async {
+        while true {
+            let batch = pending.withLockedValue { pending -> [CallChange] in
+                let batch = Array(pending.prefix(Self.batchLimit))
+                pending.removeFirst(batch.count)
+                return batch
+            }
+            guard !batch.isEmpty else { return }
+            await writeRetrying(batch)
+        }
+    }
+
+    /// Writes `batch`, again and again with backoff (0.25 s doubling to 5 s) while the database
     /// is unavailable.
-    func recordRetrying(_ event: RoomEvent) async {
+    func writeRetrying(_ batch: [CallChange]) async {
         let clock = ContinuousClock()
         let started = clock.now
         var delay: Duration = .milliseconds(250)
         var attempts = 0
-        while await !record(event) {
+        while true {
+            do {
+                try await database.recordCallChanges(batch)
+                break
+            } catch {
+                guard case .unavailable = error else {
+                    logger.error("call records not written", metadata: ["changes": "\(batch.count)", "error": "\(error)"])
+                    return
+                }
+            }
             attempts += 1
             let limit = stopping.withLockedValue { $0 } ? Self.shutdownRetryLimit : Self.retryLimit
             guard clock.now - started < limit else {
-                logger.error("call record given up", metadata: ["event": "\(event.name)", "attempts": "\(attempts)"])
+                logger.error("call records given up", metadata: ["changes": "\(batch.count)", "attempts": "\(attempts)"])
                 return
             }
             try? await Task.sleep(for: delay)
             delay = min(delay * 2, .seconds(5))
         }
         if attempts > 0 {
-            logger.info("call record written after the database came back", metadata: ["attempts": "\(attempts)"])
+            logger.info("call records written after the database came back", metadata: ["attempts": "\(attempts)"])
         }
     }
 
-    /// One attempt; false when the database was unavailable (worth retrying).
-    @discardableResult
-    func record(_ event: RoomEvent) async -> Bool {
-        guard case .string(let callId)? = event.fields["callId"] else { return true }
-        let time = event.time
-        do {
-            switch event.name {
-            case "participant.established":
-                try await database.modifyCall(callId: callId) { call in
-                    call.state = "established"
-                    call.establishedAt = time
-                }
-            case "participant.ended":
-                let cause: String? = if case .string(let value)? = event.fields["endCause"] { value } else { nil }
-                // The transport's counters at the top level, the audio receive figures under
-                // "audio", the forwarder's counters under "video", the downlink and slots by name.
-                var merged: [String: EventField] = [:]
-                if case .object(let media)? = event.fields["media"] { merged = media }
-                if let audio = event.fields["audio"] { merged["audio"] = audio }
-                if let video = event.fields["video"] { merged["video"] = video }
-                // The downlink estimate over the call and each slot's last layer (issue 16).
-                if let downlink = event.fields["downlink"] { merged["downlink"] = downlink }
-                if let slots = event.fields["slots"] { merged["slots"] = slots }
-                let stats = Self.json(.object(merged))
-                try await database.modifyCall(callId: callId) { call in
-                    call.state = "ended"
-                    call.endedAt = time
-                    call.endCause = cause
-                    call.serverStats = stats
-                }
-            default:
-                break
-            }
-        } catch {
-            if case .unavailable = error { return false }
-            logger.error("call record not written", metadata: ["callId": "\(callId)", "error": "\(error)"])
+    /// The call-record change an event makes, if any.
+    static func change(for event: RoomEvent) -> CallChange? {
+        guard case .string(let callId)? = event.fields["callId"] else { return nil }
+        switch event.name {
+        case RoomEventName.participantEstablished.rawValue:
+            return .established(callId: callId, at: event.time)
+        case RoomEventName.participantEnded.rawValue:
+            let cause: String? = if case .string(let value)? = event.fields["endCause"] { value } else { nil }
+            // The transport's counters at the top level, the audio receive figures under
+            // "audio", the forwarder's counters under "video", the downlink and slots by name.
+            var merged: [String: EventField] = [:]
+            if case .object(let media)? = event.fields["media"] { merged = media }
+            if let audio = event.fields["audio"] { merged["audio"] = audio }
+            if let video = event.fields["video"] { merged["video"] = video }
+            // The downlink estimate over the call and each slot's last layer (issue 16).
+            if let downlink = event.fields["downlink"] { merged["downlink"] = downlink }
+            if let slots = event.fields["slots"] { merged["slots"] = slots }
+            return .ended(callId: callId, at: event.time, cause: cause, serverStats: json(.object(merged)))
+        default:
+            return nil
         }
-        return true
     }
 
     static func json(_ field: EventField) -> String? {

@@ -64,6 +64,28 @@ extension PostgresStore {
         }
     }
 
+    /// One transaction, one UPDATE per change (no read: the change names its fields).
+    public func recordCallChanges(_ changes: [CallChange]) async throws(StorageError) {
+        guard !changes.isEmpty else { return }
+        let logger = self.logger
+        try await transaction { connection in
+            for change in changes {
+                switch change {
+                case .established(let callId, let time):
+                    try await connection.query("""
+                        UPDATE "call" SET "state" = 'established', "establishedAt" = \(time) WHERE "callId" = \(callId)
+                        """, logger: logger)
+                case .ended(let callId, let time, let cause, let stats):
+                    try await connection.query("""
+                        UPDATE "call" SET "state" = 'ended', "endedAt" = \(time), "endCause" = \(cause),
+                          "serverStats" = \(stats)
+                        WHERE "callId" = \(callId)
+                        """, logger: logger)
+                }
+            }
+        }
+    }
+
     static func updateQuery(_ call: CallRecord) -> PostgresQuery {
         """
         UPDATE "call" SET "roomId" = \(call.roomId), "userId" = \(call.userId), "displayName" = \(call.displayName),

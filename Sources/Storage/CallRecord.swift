@@ -39,6 +39,32 @@ public struct CallRecord: Codable, Sendable, Equatable, FetchableRecord, Mutable
     }
 }
 
+/// One change of a call's lifecycle, as the room reports it.
+public enum CallChange: Sendable, Equatable {
+    case established(callId: String, at: Date)
+    case ended(callId: String, at: Date, cause: String?, serverStats: String?)
+
+    /// The change applied to a stored call.
+    public func apply(to call: inout CallRecord) {
+        switch self {
+        case .established(_, let time):
+            call.state = "established"
+            call.establishedAt = time
+        case .ended(_, let time, let cause, let stats):
+            call.state = "ended"
+            call.endedAt = time
+            call.endCause = cause
+            call.serverStats = stats
+        }
+    }
+
+    public var callId: String {
+        switch self {
+        case .established(let callId, _), .ended(let callId, _, _, _): callId
+        }
+    }
+}
+
 /// Filters of `GET /v1/calls`; nil fields do not filter.
 public struct CallFilter: Sendable, Equatable {
     public var applicationId: Int64
@@ -93,6 +119,16 @@ extension SQLiteStore {
     /// Removes a call that never started (its join was refused).
     public func deleteCall(callId: String) async throws(StorageError) {
         try await write { db in _ = try CallRecord.filter(Column("callId") == callId).deleteAll(db) }
+    }
+
+    public func recordCallChanges(_ changes: [CallChange]) async throws(StorageError) {
+        try await write { db in
+            for change in changes {
+                guard var call = try CallRecord.filter(Column("callId") == change.callId).fetchOne(db) else { continue }
+                change.apply(to: &call)
+                try call.update(db)
+            }
+        }
     }
 
     /// Applies `change` to a stored call in one transaction; false when there is no such call.

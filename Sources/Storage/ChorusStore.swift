@@ -67,6 +67,11 @@ public protocol ChorusStore: ClusterStore, AnyObject, Sendable {
     func modifyCall(callId: String, _ change: @escaping @Sendable (inout CallRecord) -> Void)
         async throws(StorageError) -> Bool
 
+    /// Applies the lifecycle changes of many calls in one transaction, in order (what the call
+    /// recorder writes: one commit for a batch of events instead of one each). Changes to calls
+    /// that do not exist are skipped.
+    func recordCallChanges(_ changes: [CallChange]) async throws(StorageError)
+
     // Statistics.
     /// Commits an upload (durably, before returning), honouring its idempotency key.
     func insertStatistics(_ record: CallStatisticsRecord) async throws(StorageError) -> StatisticsInsertOutcome

@@ -12,6 +12,27 @@ struct StorageCallTests {
     }
 
     @Test(arguments: StorageBackend.allCases)
+    func lifecycleChangesOfManyCallsInOneBatch(_ backend: StorageBackend) async throws {
+        let db = try await backend.makeStore()
+        let app = try await makeApp(db)
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        for n in 0..<3 { _ = try await db.insertCall(call(n, app, room: "r", user: "u", at: start)) }
+        let id = { (n: Int) in String(format: "00000000-0000-4000-8000-%012d", n) }
+        try await db.recordCallChanges([
+            .established(callId: id(0), at: start.addingTimeInterval(1)),
+            .established(callId: id(1), at: start.addingTimeInterval(2)),
+            .ended(callId: id(0), at: start.addingTimeInterval(5), cause: "hungUp", serverStats: #"{"packetsLost":1}"#),
+            .ended(callId: id(404), at: start, cause: "kicked", serverStats: nil),  // no such call: skipped
+        ])
+        let first = try #require(try await db.call(callId: id(0)))
+        #expect(first.state == "ended" && first.endCause == "hungUp" && first.serverStats == #"{"packetsLost":1}"#)
+        #expect(first.establishedAt == start.addingTimeInterval(1) && first.endedAt == start.addingTimeInterval(5))
+        #expect(try await db.call(callId: id(1))?.state == "established")
+        #expect(try await db.call(callId: id(2))?.state == "progressing")
+        try await db.recordCallChanges([])
+    }
+
+    @Test(arguments: StorageBackend.allCases)
     func filtersAndPages(_ backend: StorageBackend) async throws {
         let db = try await backend.makeStore()
         let app = try await makeApp(db)

@@ -82,6 +82,9 @@ public actor ClusterNode {
     private var cpu = CPUUsage()
     /// Rooms live here under a lease, with when they were placed.
     private var placed: [LeaseKey: (room: RoomKey, since: Date)] = [:]
+    /// The other nodes' advertise URLs as last read, and when: redirects read them from here
+    /// (at most `heartbeatInterval` old) rather than from the store each time.
+    private var advertiseUrls: (readAt: Date, byNode: [String: String])?
     /// Called once when the node starts draining (asked through the store or by SIGTERM).
     private var onDrain: (@Sendable () async -> Void)?
 
@@ -216,6 +219,18 @@ public actor ClusterNode {
         if let inFlight { _ = await inFlight.value }
         placed.removeAll()
         try? await store.stopNode(identity.nodeId)
+    }
+
+    /// The advertise URL of `nodeId`, from a list at most a heartbeat interval old.
+    func advertiseUrl(of nodeId: String) async throws(StorageError) -> String? {
+        let now = clock()
+        if let cached = advertiseUrls, now.timeIntervalSince(cached.readAt) < timing.heartbeatInterval,
+           let url = cached.byNode[nodeId] {
+            return url
+        }
+        let nodes = try await store.nodes()
+        advertiseUrls = (now, Dictionary(nodes.map { ($0.nodeId, $0.advertiseUrl) }, uniquingKeysWith: { $1 }))
+        return advertiseUrls?.byNode[nodeId]
     }
 
     /// Records a room this node now runs under its lease.

@@ -45,6 +45,12 @@ extension ControlAPI {
         guard await cluster.ensureFresh() else { throw APIError.leaseUnconfirmed }
         let roomKey = RoomKey(application: key, room: roomId)
         if let room = await registry.room(for: roomKey) { return (room, false) }
+        // Placed on another node: redirect at the cost of one lookup (the common case behind a
+        // load balancer that knows nothing of rooms).
+        if let lease = try await database.roomLease(applicationId: app.id ?? -1, roomId: roomId.rawValue, now: now()),
+           lease.nodeId != cluster.identity.nodeId {
+            throw try await elsewhere(lease.nodeId)
+        }
         var created = false
         var stored = try await database.openRoom(applicationId: app.id ?? -1, roomId: roomId.rawValue)
         if stored == nil {
@@ -137,9 +143,7 @@ extension ControlAPI {
     }
 
     private func elsewhere(_ nodeId: String) async throws -> RoomElsewhere {
-        guard let node = try await database.nodes().first(where: { $0.nodeId == nodeId }) else {
-            throw APIError.noLiveNode
-        }
-        return RoomElsewhere(nodeId: nodeId, advertiseUrl: node.advertiseUrl)
+        guard let url = try await cluster.advertiseUrl(of: nodeId) else { throw APIError.noLiveNode }
+        return RoomElsewhere(nodeId: nodeId, advertiseUrl: url)
     }
 }
