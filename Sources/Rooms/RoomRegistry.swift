@@ -41,9 +41,6 @@ public actor RoomRegistry {
         return room
     }
 
-    /// The live rooms' keys.
-    public var keys: [RoomKey] { Array(rooms.keys) }
-
     /// Stops every room at shutdown: participants end `serverShutdown`.
     public func closeAll() async {
         let all = rooms

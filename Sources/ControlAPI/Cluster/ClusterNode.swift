@@ -126,8 +126,6 @@ public actor ClusterNode {
         return clock().timeIntervalSince(lastBeat) < timing.leaseDuration
     }
 
-    public var isDraining: Bool { draining }
-
     /// Beats now when the last heartbeat is older than the interval; true when the node's
     /// leases are confirmed afterwards.
     public func ensureFresh() async -> Bool {
@@ -273,6 +271,8 @@ struct CPUUsage {
         let wall = Date().timeIntervalSince1970
         defer { last = (cpu, wall) }
         guard let last, wall > last.wall else { return 0 }
-        return max(0, min(100_000, Int(((cpu - last.cpu) / (wall - last.wall) * 100).rounded())))
+        // Clamped before the conversion: Int(_:) traps on a value it cannot hold.
+        let percent = (cpu - last.cpu) / (wall - last.wall) * 100
+        return percent.isFinite ? Int(max(0, min(100_000, percent)).rounded()) : 0
     }
 }
