@@ -185,8 +185,12 @@ extension RoomCore {
         }
     }
 
-    /// Once a second: the lowest fresh estimate of the publisher's subscribers, bounded, as a
-    /// REMB, so the publisher's encoder fits the weakest subscriber.
+    /// Once a second, to a single-stream publisher: the highest fresh estimate of its
+    /// subscribers, bounded, as a REMB. Its encoder then sends no more than its best-placed
+    /// viewer can take (nothing is gained by more), and never less: a subscriber whose link
+    /// cannot carry the stream has that slot paused (`RoomCore+Layers`) instead of lowering the
+    /// picture for everyone, as mediasoup, LiveKit and Jitsi do. (The lowest share, sent before,
+    /// let one thin viewer pull every other viewer's picture down to its link.)
     private func passEstimate(to publisher: CallID, now: MediaTime) {
         // A simulcast publisher sends its layers as its own uplink allows, and each subscriber
         // gets the layer its link carries: no subscriber's link lowers what the others see. So
@@ -197,9 +201,9 @@ extension RoomCore {
         if let last = state.lastEstimateSentAt, now.nanoseconds(since: last) < 1_000_000_000 { return }
         if state.layers.contains(where: { $0.temporalBitrates.hasTemporalLayers(now: now) }) { return }
         let fresh = state.estimates.values.filter { now.nanoseconds(since: $0.at) < 5_000_000_000 }.map(\.bitrate)
-        guard let lowest = fresh.min(), let participant = participants[publisher] else { return }
+        guard let highest = fresh.max(), let participant = participants[publisher] else { return }
         participants[publisher]?.video.publisher?.lastEstimateSentAt = now
-        let bitrate = min(max(lowest, Self.estimateBounds.lowerBound), Self.estimateBounds.upperBound)
+        let bitrate = min(max(highest, Self.estimateBounds.lowerBound), Self.estimateBounds.upperBound)
         let sender = participant.transport.configuration.rtcpSSRC
         guard let compound = Self.feedbackCompound(sender: sender, { out throws(RTCPSerializationError) in
             try ReceiverEstimatedMaximumBitrate(senderSSRC: sender, bitrate: bitrate, ssrcs: RTCPItemList([media]))

@@ -85,20 +85,47 @@ struct RoomCoreVideoTests {
         _ = cameras
     }
 
-    @Test func aViewersEstimateReachesThePublisherAsREMB() throws {
-        let (room, _) = try publisherAndViewer(milliseconds: 1_000)
-        let cid = room.peers["cid"]!
-        let slot = try #require(cid.answerSSRCs["2"])
+    /// `viewer`'s REMB for its first slot (mid 2).
+    func sendREMB(_ bitrate: UInt64, from viewer: String, in room: SimulatedRoom) throws {
+        let peer = room.peers[viewer]!
+        let slot = try #require(peer.answerSSRCs["2"])
         var compound: [UInt8] = []
-        try ReceiverReport(ssrc: SSRC(cid.audioSSRC), reportBlocks: RTCPItemList([])).serialize(into: &compound)
-        try ReceiverEstimatedMaximumBitrate(senderSSRC: SSRC(cid.audioSSRC), bitrate: 450_000,
+        try ReceiverReport(ssrc: SSRC(peer.audioSSRC), reportBlocks: RTCPItemList([])).serialize(into: &compound)
+        try ReceiverEstimatedMaximumBitrate(senderSSRC: SSRC(peer.audioSSRC), bitrate: bitrate,
                                             ssrcs: RTCPItemList([SSRC(slot)])).serialize(into: &compound)
-        room.send(try #require(cid.rtcp(compound)), from: cid)
-        var cameras = ["ann": PeerCamera()]
-        room.talkAndShow(milliseconds: 1_500, cameras: &cameras)
-        let estimates = room.peers["ann"]!.rtcpReceived.compactMap { packet -> UInt64? in
+        room.send(try #require(peer.rtcp(compound)), from: peer)
+    }
+
+    /// The REMBs `name` has received, in order.
+    func estimatesReceived(by name: String, in room: SimulatedRoom) -> [UInt64] {
+        room.peers[name]!.rtcpReceived.compactMap { packet -> UInt64? in
             if case .receiverEstimatedMaximumBitrate(let remb) = packet { return remb.bitrate } else { return nil }
         }
+    }
+
+    @Test func aViewersEstimateReachesThePublisherAsREMB() throws {
+        let (room, _) = try publisherAndViewer(milliseconds: 1_000)
+        try sendREMB(450_000, from: "cid", in: room)
+        var cameras = ["ann": PeerCamera()]
+        room.talkAndShow(milliseconds: 1_500, cameras: &cameras)
+        let estimates = estimatesReceived(by: "ann", in: room)
         #expect(estimates.contains(450_000), "ann got \(estimates)")
+    }
+
+    /// A thin viewer does not pull a single-stream publisher down for everyone: ann is sent the
+    /// best-placed viewer's estimate, never the thin one's.
+    @Test func aThinViewerDoesNotLowerASingleStreamPublisher() throws {
+        let (room, _) = try publisherAndViewer(milliseconds: 1_000)
+        try room.join("dan", fixture: Self.fixture)
+        var cameras = ["ann": PeerCamera()]
+        room.talkAndShow(milliseconds: 500, cameras: &cameras)
+        let before = estimatesReceived(by: "ann", in: room).count
+        for _ in 0..<3 {
+            try sendREMB(900_000, from: "cid", in: room)
+            try sendREMB(150_000, from: "dan", in: room)
+            room.talkAndShow(milliseconds: 1_000, cameras: &cameras)
+        }
+        let estimates = estimatesReceived(by: "ann", in: room).dropFirst(before)
+        #expect(!estimates.isEmpty && estimates.allSatisfy { $0 == 900_000 }, "ann got \(Array(estimates))")
     }
 }
