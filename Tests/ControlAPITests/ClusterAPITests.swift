@@ -1,5 +1,7 @@
+import ChorusCore
 import ControlAPI
 import Foundation
+import Rooms
 import Storage
 import Testing
 
@@ -57,6 +59,55 @@ struct ClusterAPITests {
             let nodes = try await server.request("GET", "/v1/nodes").json["nodes"] as? [[String: Any]]
             let remote = nodes?.first { $0["nodeId"] as? String == "remote" }
             #expect(remote?["live"] as? Bool == false)
+        }
+    }
+
+    /// "remote" ran the room with three calls and was lost: one call the sweeper already ended
+    /// `nodeLost`, two are still open in the store. When the room opens here (a listener's SSE
+    /// request places it), the open ones are ended `nodeLost` at remote's last heartbeat, and
+    /// all three are told as `participant.ended` on the room's stream; a call ended long ago
+    /// and a call ended by its user are not.
+    @Test func aLostNodesCallsAreToldWhenItsRoomOpensHere() async throws {
+        try await TestServer.with { server in
+            let room = try await placeOneRoomElsewhere(server)
+            let lastHeartbeat = server.clock.now
+            var calls: [String: String] = [:]
+            for (user, cause, minutesAgo) in [("ann", nil, 0), ("bob", nil, 0), ("cid", "nodeLost", 0),
+                                              ("dan", "nodeLost", 10), ("eve", "hungUp", 0)] as [(String, String?, Int)] {
+                let call = try await server.insertCall(user: user, room: room)
+                calls[user] = call.callId
+                try await server.database.modifyCall(callId: call.callId) { stored in
+                    stored.nodeId = "remote"
+                    if let cause {
+                        stored.state = "ended"
+                        stored.endCause = cause
+                        stored.endedAt = lastHeartbeat.addingTimeInterval(-Double(minutesAgo) * 60)
+                        stored.joinedAt = stored.endedAt!.addingTimeInterval(-1)
+                    }
+                }
+            }
+            server.clock.advance(11)
+            // Placed here by the listener; the stream itself never ends, so the room's log is
+            // read through the registry rather than over HTTP.
+            let key = RoomKey(application: try #require(server.application.applicationKey),
+                              room: try RoomID(validating: room))
+            let listener = Task { try await server.request("GET", "/v1/rooms/\(room)/events") }
+            var ended: [RoomEvent] = []
+            for _ in 0..<100 where ended.count < 3 {
+                if let opened = await server.api.registry.room(for: key) {
+                    ended = await opened.subscribe(after: nil).replay.filter { $0.name == "participant.ended" }
+                }
+                if ended.count < 3 { try await Task.sleep(for: .milliseconds(20)) }
+            }
+            listener.cancel()
+            #expect(Set(ended.compactMap { if case .string(let id)? = $0.fields["callId"] { id } else { nil } })
+                    == Set(["ann", "bob", "cid"].map { calls[$0]! }))
+            #expect(ended.allSatisfy { $0.fields["endCause"] == .string("nodeLost") && $0.fields["nodeId"] == .string("remote") })
+            for user in ["ann", "bob"] {
+                let stored = try #require(try await server.database.call(callId: calls[user]!))
+                #expect(stored.state == "ended" && stored.endCause == "nodeLost")
+                #expect(stored.endedAt.map { abs($0.timeIntervalSince(lastHeartbeat)) < 0.01 } == true)
+            }
         }
     }
 

@@ -231,6 +231,19 @@ def test_a_killed_nodes_participants_rejoin_elsewhere_and_hear_each_other(cluste
         assert nodes[f"n{owner}"]["state"] == "lost" and not nodes[f"n{owner}"]["live"]
         # Exactly one survivor claimed the loss, and says so in /metrics.
         assert sum(metric(cluster.nodes[n], "chorus_cluster_nodes_lost_total") for n in survivors) == 1
+        # A listener that comes back (through any survivor: it is sent to the room's new node)
+        # is told who left with the dead node: participant.ended, nodeLost, for each old call.
+        located = requests.get(cluster.nodes[survivors[-1]].url(f"/v1/rooms/{room}/events"), auth=cluster.auth,
+                               allow_redirects=False, stream=True, timeout=5)
+        url = located.headers["Location"] if located.status_code == 307 else located.url
+        located.close()
+        events = EventStream(url, auth=cluster.auth)
+        try:
+            for user, call in calls.items():
+                told = events.wait_for(lambda e, c=call: e.get("type") == "participant.ended" and e.get("callId") == c)
+                assert told["endCause"] == "nodeLost" and told["nodeId"] == f"n{owner}" and told["userId"] == user, told
+        finally:
+            events.close()
 
         # Restarted with the same ID, the node does not take its old room back.
         cluster.nodes[owner].start()

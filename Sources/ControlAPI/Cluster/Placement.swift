@@ -87,6 +87,8 @@ extension ControlAPI {
         let room: Room
         do {
             room = try await registry.open(roomKey, settings: record.settings)
+            // Opened here: the calls a lost node's run of the room left behind are told first.
+            await announceDepartures(of: record, in: room)
         } catch {
             guard let existing = await registry.room(for: roomKey) else { throw APIError.roomNotFound }
             room = existing
@@ -113,16 +115,18 @@ extension ControlAPI {
         return lease
     }
 
-    /// The live room named by a request that does not place rooms: here, or a redirect to
-    /// its node, or 404.
-    func existingRoom(_ app: ApplicationRecord, _ roomId: RoomID) async throws -> Room {
+    /// The live room named by a request that does not place rooms (or, with `placing`, one
+    /// that places a stored open room nobody holds: a listener coming back after the room's
+    /// node was lost): here, or a redirect to its node, or 404.
+    func existingRoom(_ app: ApplicationRecord, _ roomId: RoomID, placing: Bool = false) async throws -> Room {
         guard let key = app.applicationKey else { throw APIError.roomNotFound }
         let roomKey = RoomKey(application: key, room: roomId)
         if let room = await registry.room(for: roomKey) { return room }
         guard let record = try await database.openRoom(applicationId: app.id ?? -1, roomId: roomId.rawValue) else {
             throw APIError.roomNotFound
         }
-        return try await place(record, roomKey, placing: false)
+        if placing { guard await cluster.ensureFresh() else { throw APIError.leaseUnconfirmed } }
+        return try await place(record, roomKey, placing: placing)
     }
 
     /// Throws `RoomElsewhere` when another node holds the room's lease.

@@ -9,10 +9,12 @@ extension ControlAPI {
     static let keepAliveSeconds: UInt64 = 15
 
     /// `GET /v1/rooms/{roomId}/events`: Server-Sent Events, for the application or a user who is
-    /// in the room. `Last-Event-ID` resumes from the room's buffer of recent events.
+    /// in the room. `Last-Event-ID` resumes from the room's buffer of recent events. A stored
+    /// open room that no node holds (its node was lost) is placed, so a listener that
+    /// reconnects finds the room again, and with it the calls the lost node took along.
     func addEventRoutes(_ group: RouterGroup<ChorusRequestContext>, _ routes: inout RouteTable) {
         group.route(&routes, .get, "/v1/rooms/{roomId}/events") { request, context in
-            let (_, room) = try await self.liveRoom(context, userMayRead: true)
+            let (_, room) = try await self.liveRoom(context, userMayRead: true, placing: true)
             let lastID = HTTPField.Name("last-event-id").flatMap { request.headers[$0] }.flatMap { UInt64($0) }
             let (replay, live) = await room.subscribe(after: lastID)
             let (items, continuation) = Self.withKeepAlive(live)

@@ -145,10 +145,15 @@ extension ControlAPI {
     }
 
     /// The open room named by the path, for the application or (when allowed) a user who is in it.
-    func liveRoom(_ context: ChorusRequestContext, userMayRead: Bool) async throws -> (ApplicationRecord, Room) {
+    func liveRoom(_ context: ChorusRequestContext, userMayRead: Bool, placing: Bool = false) async throws
+        -> (ApplicationRecord, Room)
+    {
         let principal = try context.requirePrincipal()
         let roomId = try context.parameter("roomId", RoomID.init(validating:))
-        let room = try await existingRoom(principal.application, roomId)
+        // Only the application brings a room back to life; a user's stream needs the user in it.
+        var isUser = false
+        if case .user = principal { isUser = true }
+        let room = try await existingRoom(principal.application, roomId, placing: placing && !isUser)
         if case .user(_, let user) = principal {
             guard userMayRead, await room.hasParticipant(userId: user) else { throw APIError.forbidden }
         }
