@@ -1,3 +1,4 @@
+import Foundation
 import ChorusCore
 import DTLS
 import ICELite
@@ -22,12 +23,17 @@ public struct MediaEnvironment: Sendable {
     /// authenticated media from its selected address) before its call ends with `timeout`;
     /// also how long a join may take to see its first check. RFC 7675 §5.1: 30 s.
     public let consentTimeoutNanoseconds: UInt64
+    /// How many threads one big room's per-listener work may use at once (`RoomCore+Lanes`):
+    /// by default one per core.
+    public let lanes: Int
 
     public init(dtls: DTLSContext, sink: any DatagramSink, routing: any MediaRouting, candidateAddress: String,
                 candidatePort: UInt16, candidateTCPPort: UInt16? = nil, additionalCandidateAddresses: [String] = [],
                 audio: AudioEncoding = AudioEncoding(),
                 clock: any RoomClock = SystemRoomClock(),
-                consentTimeoutNanoseconds: UInt64 = ConsentFreshness.defaultTimeoutNanoseconds) {
+                consentTimeoutNanoseconds: UInt64 = ConsentFreshness.defaultTimeoutNanoseconds,
+                lanes: Int = ProcessInfo.processInfo.activeProcessorCount) {
+        self.lanes = max(1, lanes)
         self.audio = audio
         self.consentTimeoutNanoseconds = consentTimeoutNanoseconds
         self.dtls = dtls
@@ -45,7 +51,7 @@ public struct MediaEnvironment: Sendable {
         RoomCore.Media(dtls: dtls, candidateAddress: candidateAddress, candidatePort: candidatePort,
                        candidateTCPPort: candidateTCPPort, additionalCandidateAddresses: additionalCandidateAddresses,
                        audio: audio,
-                       consentTimeoutNanoseconds: consentTimeoutNanoseconds)
+                       consentTimeoutNanoseconds: consentTimeoutNanoseconds, lanes: lanes)
     }
 }
 

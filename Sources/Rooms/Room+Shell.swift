@@ -19,10 +19,27 @@ extension Room {
         for event in output.events { publish(event) }
         for change in output.routing { apply(change) }
         if !output.transmits.isEmpty { media?.sink.send(batch: output.transmits) }
+        sendLaneBatches()
         output.removeAll()
         if core.activeCount == 0, let timer {
             timer.cancel()
             self.timer = nil
+        }
+    }
+
+    /// A fanned-out step's batches (`RoomCore+Lanes`), each lane's on its own thread: on
+    /// loopback and small packets the send system call is most of a listener's cost.
+    private func sendLaneBatches() {
+        guard let sink = media?.sink else { return }
+        let used = output.laneTransmits.count { !$0.isEmpty }
+        if used == 0 { return }
+        if used == 1, let batch = output.laneTransmits.first(where: { !$0.isEmpty }) {
+            sink.send(batch: batch)
+            return
+        }
+        output.laneTransmits.withUnsafeBufferPointer { batches in
+            let job = LaneSendJob(batches: batches, sink: sink)
+            DispatchQueue.concurrentPerform(iterations: batches.count) { job.send(lane: $0) }
         }
     }
 
@@ -129,4 +146,18 @@ extension Room {
 
     /// Counts of participants by state, for /metrics.
     public func stateCounts() -> (progressing: Int, established: Int) { core.stateCounts() }
+}
+
+/// The lanes' batches of one step, handed to `concurrentPerform`'s threads.
+///
+/// `@unchecked Sendable` for the buffer pointer: the batches are only read, each by one lane,
+/// and the room's thread waits in `concurrentPerform` until every lane has sent, so the output
+/// they live in is neither written nor freed meanwhile. The sink is `Sendable`.
+private struct LaneSendJob: @unchecked Sendable {
+    let batches: UnsafeBufferPointer<[Transmit]>
+    let sink: any DatagramSink
+
+    func send(lane: Int) {
+        if !batches[lane].isEmpty { sink.send(batch: batches[lane]) }
+    }
 }

@@ -154,6 +154,11 @@ extension RoomCore {
     /// Packetises one payload on each recipient's own stream and sends it.
     private func deliver(_ payload: UnsafeRawBufferPointer, mix: AudioMixerTick<CallID>.Mix, to recipients: [CallID],
                          relayed: Bool, now: MediaTime) {
+        let lanes = laneCount(forRecipients: recipients.count)
+        if lanes > 1 {
+            deliverInLanes(payload, mix: mix, to: recipients, relayed: relayed, lanes: lanes, now: now)
+            return
+        }
         for id in recipients {
             guard let participant = participants[id] else { continue }
             mixPacket.removeAll(keepingCapacity: true)

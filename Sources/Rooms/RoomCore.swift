@@ -38,6 +38,10 @@ public final class RoomCore {
     var encoders = MixEncoders()
     /// One recipient's mix packet, rebuilt for each (kept for its capacity).
     var mixPacket: [UInt8] = []
+    /// The same, one per lane of a fanned-out delivery (`RoomCore+Lanes`).
+    var laneScratch: [[UInt8]] = []
+    /// Payloads delivered on several lanes so far.
+    public internal(set) var laneFanOuts: UInt64 = 0
     /// Participants in the order they joined: the slot order of publishers nobody pinned.
     var joinOrder: [CallID] = []
     /// The room's dominant speakers, most recent first: they rank next after pins for slots.
@@ -60,11 +64,15 @@ public final class RoomCore {
         public let consentTimeoutNanoseconds: UInt64
         public let candidateTCPPort: UInt16?
         public let additionalCandidateAddresses: [String]
+        /// How many threads a big room's per-listener work may use at once (`RoomCore+Lanes`).
+        public let lanes: Int
 
         public init(dtls: DTLSContext, candidateAddress: String, candidatePort: UInt16,
                     candidateTCPPort: UInt16? = nil, additionalCandidateAddresses: [String] = [],
                     audio: AudioEncoding = AudioEncoding(),
-                    consentTimeoutNanoseconds: UInt64 = ConsentFreshness.defaultTimeoutNanoseconds) {
+                    consentTimeoutNanoseconds: UInt64 = ConsentFreshness.defaultTimeoutNanoseconds,
+                    lanes: Int = 1) {
+            self.lanes = max(1, lanes)
             self.candidateTCPPort = candidateTCPPort
             self.additionalCandidateAddresses = additionalCandidateAddresses
             self.consentTimeoutNanoseconds = consentTimeoutNanoseconds

@@ -10,6 +10,10 @@ import ChorusCore
 public struct RoomOutput {
     /// Datagrams to send, protected and addressed.
     public var transmits: [Transmit] = []
+    /// Datagrams a fanned-out step protected on several lanes (`RoomCore+Lanes`), one batch
+    /// per lane, sent after `transmits`. The batches hold different listeners' packets; one
+    /// listener's packets of a step are all in one batch, in order.
+    public var laneTransmits: [[Transmit]] = []
     /// Room events, in order, stamped with the media time they happened at.
     public var events: [RoomCoreEvent] = []
     /// Routing-table changes for the media port.
@@ -17,10 +21,22 @@ public struct RoomOutput {
 
     public init() {}
 
-    public var isEmpty: Bool { transmits.isEmpty && events.isEmpty && routing.isEmpty }
+    public var isEmpty: Bool {
+        transmits.isEmpty && events.isEmpty && routing.isEmpty && laneTransmits.allSatisfy(\.isEmpty)
+    }
+
+    /// Every datagram of the step, `transmits` then the lanes' batches (for tests and tools;
+    /// the shell sends the batches in parallel).
+    public var allTransmits: [Transmit] { transmits + laneTransmits.joined() }
+
+    /// Makes at least `count` lane batches available.
+    mutating func prepareLanes(_ count: Int) {
+        while laneTransmits.count < count { laneTransmits.append([]) }
+    }
 
     /// Empties the output, keeping its storage for the next step.
     public mutating func removeAll() {
+        for lane in laneTransmits.indices { laneTransmits[lane].removeAll(keepingCapacity: true) }
         transmits.removeAll(keepingCapacity: true)
         events.removeAll(keepingCapacity: true)
         routing.removeAll(keepingCapacity: true)

@@ -41,6 +41,8 @@ struct Serve: AsyncParsableCommand {
     var opusBitrate: Int?
     @Option(help: "Opus complexity 0-10 of the mix encoders (env CHORUS_OPUS_COMPLEXITY, default 5).")
     var opusComplexity: Int?
+    @Option(help: "Threads one big room's per-listener work (packetising, SRTP, sending) may use at once, 1-64; 1 keeps every room on its own queue (env CHORUS_ROOM_LANES, default one per core).")
+    var roomLanes: Int?
     @Option(help: "This node's ID in a cluster: 1-64 letters, digits, '.', '_' or '-' (env CHORUS_NODE_ID, default the host name).")
     var nodeId: String?
     @Option(help: "This node's own HTTP base URL, where other nodes redirect requests for its rooms (env CHORUS_ADVERTISE_URL, default http://<first public IP>:<HTTP port>).")
@@ -93,6 +95,8 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("the HTTP connection limit must be between 1 and 1000000")
         }
 
+        let lanes = roomLanes ?? environment("ROOM_LANES").flatMap { Int($0) } ?? ProcessInfo.processInfo.activeProcessorCount
+        guard (1...64).contains(lanes) else { throw ValidationError("--room-lanes must be between 1 and 64") }
         let consent = consentTimeout ?? environment("CONSENT_TIMEOUT").flatMap { Double($0) } ?? 30
         guard (5...600).contains(consent) else {
             throw ValidationError("the consent timeout must be between 5 and 600 seconds")
@@ -112,7 +116,7 @@ struct Serve: AsyncParsableCommand {
             candidateAddress: announced, candidatePort: UInt16(boundMedia),
             candidateTCPPort: socket.boundTCPPort.map { UInt16($0) }, additionalCandidateAddresses: Array(addresses.dropFirst()),
             audio: try audioEncoding(),
-            consentTimeoutNanoseconds: UInt64(consent * 1e9))
+            consentTimeoutNanoseconds: UInt64(consent * 1e9), lanes: lanes)
         let recorder = CallRecorder(database: db, logger: logger)
         let registry = RoomRegistry(logger: logger, media: mediaEnvironment, observer: recorder.observer)
         let demo = demo || environment("DEMO") == "1"

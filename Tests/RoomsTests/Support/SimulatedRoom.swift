@@ -32,11 +32,11 @@ final class SimulatedRoom {
     private var nextPort: UInt16 = 40_000
     private var seed: UInt64
 
-    init(settings: RoomSettings = .defaults, seed: UInt64 = 1) throws {
+    init(settings: RoomSettings = .defaults, seed: UInt64 = 1, lanes: Int = 1) throws {
         let key = RoomKey(application: ApplicationKey(randomBytes: Array(repeating: 7, count: 16)),
                           room: try RoomID(validating: "simulated"))
         let media = RoomCore.Media(dtls: try DTLSContext(certificate: DTLSCertificate()),
-                                   candidateAddress: "10.0.0.1", candidatePort: 3478)
+                                   candidateAddress: "10.0.0.1", candidatePort: 3478, lanes: lanes)
         core = RoomCore(key: key, settings: settings, media: media,
                         wallClock: WallClock(reference: now, date: Date(timeIntervalSince1970: 1_800_000_000)),
                         logger: Logger(label: "simulated-room"))
@@ -51,7 +51,8 @@ final class SimulatedRoom {
         nextPort += 1
         seed &+= 1
         let peer = try ClientPeer(name: name, port: nextPort, fixture: fixture, seed: seed)
-        let callId = CallID(guid: ApplicationKey(randomBytes: Array(repeating: UInt8(nextPort & 0xFF), count: 16)).rawValue)
+        let callId = CallID(guid: ApplicationKey(randomBytes: [UInt8(nextPort >> 8), UInt8(nextPort & 0xFF)]
+            + Array(repeating: UInt8(nextPort & 0xFF), count: 14)).rawValue)
         let request = JoinRequest(callId: callId, userId: try UserID(validating: name), displayName: nil,
                                   offer: try peer.offer())
         let answer = try core.join(request, now: now, into: &output)
@@ -136,7 +137,7 @@ final class SimulatedRoom {
 
     /// Carries out the core's output as the `Room` shell does.
     func carryOut() {
-        for transmit in output.transmits {
+        for transmit in output.allTransmits {
             network.send(transmit.datagram, from: Self.server, to: transmit.destination, now: now)
         }
         for change in output.routing {

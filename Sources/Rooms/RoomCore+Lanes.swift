@@ -1,0 +1,86 @@
+import AudioMixer
+import ChorusCore
+import Dispatch
+import PeerTransport
+
+/// A big room's per-listener work spread over lanes, one per core (issue 18, item 1). Mixing,
+/// encoding and every decision stay on the room's queue; what is the same work once per
+/// listener — packetising the shared payload on the listener's own stream, stamping and SRTP
+/// protecting it — is split into contiguous slices of the recipients, run at once by
+/// `DispatchQueue.concurrentPerform` (the room's own thread takes one slice). Each lane writes
+/// only its own listeners, its own packet buffer and its own batch in `RoomOutput.laneTransmits`,
+/// which the shell then sends, lanes in parallel again. No lock is taken per packet: the slices
+/// are disjoint, and the room's thread waits inside the fork-join, so nothing else runs on the
+/// room meanwhile. A payload with fewer recipients than two lanes' worth goes the ordinary way.
+extension RoomCore {
+    /// Below this many recipients per lane a fan-out costs more than it saves (a fork-join is
+    /// tens of microseconds; one listener's packet about one).
+    static let minimumRecipientsPerLane = 96
+
+    /// The lanes a payload for `count` recipients is spread over: 1 (no fan-out) unless the
+    /// room may use several and each gets at least `minimumRecipientsPerLane`.
+    func laneCount(forRecipients count: Int) -> Int {
+        guard let lanes = media?.lanes, lanes > 1 else { return 1 }
+        return max(1, min(lanes, count / Self.minimumRecipientsPerLane))
+    }
+
+    /// `deliver` for many recipients: the same packets as one lane would write, in `lanes`
+    /// batches.
+    func deliverInLanes(_ payload: UnsafeRawBufferPointer, mix: AudioMixerTick<CallID>.Mix, to recipients: [CallID],
+                        relayed: Bool, lanes: Int, now: MediaTime) {
+        let targets = recipients.compactMap { participants[$0] }
+        laneFanOuts &+= 1
+        output.prepareLanes(lanes)
+        while laneScratch.count < lanes { laneScratch.append([]) }
+        targets.withUnsafeBufferPointer { targets in
+            laneScratch.withUnsafeMutableBufferPointer { scratch in
+                output.laneTransmits.withUnsafeMutableBufferPointer { batches in
+                    let job = MixLaneJob(targets: targets, scratch: scratch, batches: batches, payload: payload,
+                                         csrcs: mix.csrcs, csrcAudioLevels: mix.csrcAudioLevels, relayed: relayed,
+                                         now: now, lanes: lanes)
+                    DispatchQueue.concurrentPerform(iterations: lanes) { job.run(lane: $0) }
+                }
+            }
+        }
+    }
+}
+
+/// One fan-out of a mix payload: what every lane reads, and where each writes.
+///
+/// `@unchecked Sendable` because it carries pointers and non-Sendable participants into
+/// `concurrentPerform`'s threads. Safe: lane `k` touches only the participants of its own slice
+/// of `targets` (the slices are disjoint and a participant appears once), `scratch[k]` and
+/// `batches[k]`; everything else it reads (`payload`, the CSRC lists) is not written while the
+/// lanes run, and `concurrentPerform` returns only after every lane has finished, while the
+/// room's thread waits in it.
+private struct MixLaneJob: @unchecked Sendable {
+    let targets: UnsafeBufferPointer<Participant>
+    let scratch: UnsafeMutableBufferPointer<[UInt8]>
+    let batches: UnsafeMutableBufferPointer<[Transmit]>
+    let payload: UnsafeRawBufferPointer
+    let csrcs: [SSRC]
+    let csrcAudioLevels: [UInt8]
+    let relayed: Bool
+    let now: MediaTime
+    let lanes: Int
+
+    /// Lane `lane`'s slice: contiguous, sizes differing by at most one.
+    func slice(_ lane: Int) -> Range<Int> {
+        let count = targets.count
+        return (count * lane / lanes)..<(count * (lane + 1) / lanes)
+    }
+
+    func run(lane: Int) {
+        for index in slice(lane) {
+            let participant = targets[index]
+            scratch[lane].removeAll(keepingCapacity: true)
+            participant.audio.outbound.packet(payload: payload, csrcs: csrcs, csrcAudioLevels: csrcAudioLevels,
+                                              into: &scratch[lane])
+            let reported = ReportedPacket(timestamp: participant.audio.outbound.lastSentTimestamp ?? 0,
+                                          payloadOctets: payload.count, clockRate: 48_000)
+            participant.transport.sendRTP(scratch[lane], reporting: reported, now: now, transmits: &batches[lane])
+            participant.audio.mixFramesSent &+= 1
+            if relayed { participant.audio.mixFramesRelayed &+= 1 }
+        }
+    }
+}
