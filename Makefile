@@ -32,7 +32,7 @@ PY := $(VENV)/bin/python
 HTTP_PORT ?= 8080
 OUTPUT := test-output
 
-.PHONY: run test deps venv build build-release unit interop tsan bench bench-compare bench-cluster fuzz fuzz-smoke fuzz-campaign bench-build soak clean
+.PHONY: run test deps venv build build-release unit interop tsan bench bench-compare bench-cluster bench-lanes fuzz fuzz-smoke fuzz-campaign bench-build soak clean
 
 run: deps build-release
 	.build/release/chorus serve --db ./chorus.sqlite --demo --http-port $(HTTP_PORT)
@@ -105,6 +105,11 @@ bench-build: deps
 # Results and the comparison table go to bench-output/compare/ (see docs/PERFORMANCE.md).
 bench-compare: deps build-release
 	$(SUDO) Benchmarks/Compare/bench-compare.sh
+
+# One big room (3 talkers) with every room on one queue and with lanes, interleaved, sizes
+# 1,500-3,000 (Benchmarks/Capacity/room-lanes.sh; results in bench-output/lanes, docs/PERFORMANCE.md).
+bench-lanes: deps build-release
+	Benchmarks/Capacity/room-lanes.sh
 
 # Joins and registrations per second, one node on SQLite, one and three on a throwaway PostgreSQL (docs/PERFORMANCE.md).
 CLUSTER_ROUNDS ?= 3

@@ -26,14 +26,17 @@ public struct MediaEnvironment: Sendable {
     /// How many threads one big room's per-listener work may use at once (`RoomCore+Lanes`):
     /// by default one per core.
     public let lanes: Int
+    /// Faults committed on purpose for tests (`RoomFaults`; none by default).
+    public let faults: RoomFaults
 
     public init(dtls: DTLSContext, sink: any DatagramSink, routing: any MediaRouting, candidateAddress: String,
                 candidatePort: UInt16, candidateTCPPort: UInt16? = nil, additionalCandidateAddresses: [String] = [],
                 audio: AudioEncoding = AudioEncoding(),
                 clock: any RoomClock = SystemRoomClock(),
                 consentTimeoutNanoseconds: UInt64 = ConsentFreshness.defaultTimeoutNanoseconds,
-                lanes: Int = ProcessInfo.processInfo.activeProcessorCount) {
+                lanes: Int = ProcessInfo.processInfo.activeProcessorCount, faults: RoomFaults = RoomFaults()) {
         self.lanes = max(1, lanes)
+        self.faults = faults
         self.audio = audio
         self.consentTimeoutNanoseconds = consentTimeoutNanoseconds
         self.dtls = dtls
@@ -51,7 +54,8 @@ public struct MediaEnvironment: Sendable {
         RoomCore.Media(dtls: dtls, candidateAddress: candidateAddress, candidatePort: candidatePort,
                        candidateTCPPort: candidateTCPPort, additionalCandidateAddresses: additionalCandidateAddresses,
                        audio: audio,
-                       consentTimeoutNanoseconds: consentTimeoutNanoseconds, lanes: lanes)
+                       consentTimeoutNanoseconds: consentTimeoutNanoseconds, lanes: lanes,
+                       faults: faults)
     }
 }
 

@@ -32,6 +32,10 @@ extension RoomCore {
         step(at: time, &output) {
             let due = tickGrid.advance(at: time)
             for index in 0..<due.count {
+                audioTicksDue &+= 1
+                if let every = media?.faults.skipEveryNthAudioTick, every > 1, audioTicksDue % UInt64(every) == 0 {
+                    continue
+                }
                 audioTick(now: due.first.adding(nanoseconds: UInt64(index) &* tickGrid.periodNanoseconds))
             }
             videoTick(now: time)

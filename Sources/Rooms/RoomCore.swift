@@ -42,6 +42,8 @@ public final class RoomCore {
     var laneScratch: [[UInt8]] = []
     /// Payloads delivered on several lanes so far.
     public internal(set) var laneFanOuts: UInt64 = 0
+    /// Audio ticks that came due (for `RoomFaults`).
+    var audioTicksDue: UInt64 = 0
     /// Participants in the order they joined: the slot order of publishers nobody pinned.
     var joinOrder: [CallID] = []
     /// The room's dominant speakers, most recent first: they rank next after pins for slots.
@@ -66,13 +68,16 @@ public final class RoomCore {
         public let additionalCandidateAddresses: [String]
         /// How many threads a big room's per-listener work may use at once (`RoomCore+Lanes`).
         public let lanes: Int
+        /// Faults committed on purpose for tests (none by default).
+        public let faults: RoomFaults
 
         public init(dtls: DTLSContext, candidateAddress: String, candidatePort: UInt16,
                     candidateTCPPort: UInt16? = nil, additionalCandidateAddresses: [String] = [],
                     audio: AudioEncoding = AudioEncoding(),
                     consentTimeoutNanoseconds: UInt64 = ConsentFreshness.defaultTimeoutNanoseconds,
-                    lanes: Int = 1) {
+                    lanes: Int = 1, faults: RoomFaults = RoomFaults()) {
             self.lanes = max(1, lanes)
+            self.faults = faults
             self.candidateTCPPort = candidateTCPPort
             self.additionalCandidateAddresses = additionalCandidateAddresses
             self.consentTimeoutNanoseconds = consentTimeoutNanoseconds
