@@ -160,15 +160,8 @@ extension RoomCore {
             return
         }
         for id in recipients {
-            guard let participant = participants[id] else { continue }
-            mixPacket.removeAll(keepingCapacity: true)
-            participant.audio.outbound.packet(payload: payload, csrcs: mix.csrcs, csrcAudioLevels: mix.csrcAudioLevels,
-                                              into: &mixPacket)
-            let reported = ReportedPacket(timestamp: participant.audio.outbound.lastSentTimestamp ?? 0,
-                                          payloadOctets: payload.count, clockRate: 48_000)
-            participant.transport.sendRTP(mixPacket, reporting: reported, now: now, transmits: &output.transmits)
-            participant.audio.mixFramesSent &+= 1
-            if relayed { participant.audio.mixFramesRelayed &+= 1 }
+            participants[id]?.sendMix(payload, csrcs: mix.csrcs, csrcAudioLevels: mix.csrcAudioLevels, relayed: relayed,
+                                      now: now, scratch: &mixPacket, transmits: &output.transmits)
         }
     }
 

@@ -72,15 +72,24 @@ private struct MixLaneJob: @unchecked Sendable {
 
     func run(lane: Int) {
         for index in slice(lane) {
-            let participant = targets[index]
-            scratch[lane].removeAll(keepingCapacity: true)
-            participant.audio.outbound.packet(payload: payload, csrcs: csrcs, csrcAudioLevels: csrcAudioLevels,
-                                              into: &scratch[lane])
-            let reported = ReportedPacket(timestamp: participant.audio.outbound.lastSentTimestamp ?? 0,
-                                          payloadOctets: payload.count, clockRate: 48_000)
-            participant.transport.sendRTP(scratch[lane], reporting: reported, now: now, transmits: &batches[lane])
-            participant.audio.mixFramesSent &+= 1
-            if relayed { participant.audio.mixFramesRelayed &+= 1 }
+            targets[index].sendMix(payload, csrcs: csrcs, csrcAudioLevels: csrcAudioLevels, relayed: relayed, now: now,
+                                   scratch: &scratch[lane], transmits: &batches[lane])
         }
+    }
+}
+
+extension Participant {
+    /// One mix payload on this participant's own stream: its RTP header (sequence number,
+    /// timestamp, CSRCs and their levels) written in `scratch`, then stamped, protected and
+    /// appended to `transmits` by its transport. The same on the room's thread and on a lane.
+    func sendMix(_ payload: UnsafeRawBufferPointer, csrcs: [SSRC], csrcAudioLevels: [UInt8], relayed: Bool,
+                 now: MediaTime, scratch: inout [UInt8], transmits: inout [Transmit]) {
+        scratch.removeAll(keepingCapacity: true)
+        audio.outbound.packet(payload: payload, csrcs: csrcs, csrcAudioLevels: csrcAudioLevels, into: &scratch)
+        let reported = ReportedPacket(timestamp: audio.outbound.lastSentTimestamp ?? 0, payloadOctets: payload.count,
+                                      clockRate: 48_000)
+        transport.sendRTP(scratch, reporting: reported, now: now, transmits: &transmits)
+        audio.mixFramesSent &+= 1
+        if relayed { audio.mixFramesRelayed &+= 1 }
     }
 }
