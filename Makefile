@@ -32,7 +32,7 @@ PY := $(VENV)/bin/python
 HTTP_PORT ?= 8080
 OUTPUT := test-output
 
-.PHONY: run test deps venv build build-release unit interop tsan bench bench-compare bench-cluster bench-lanes fuzz fuzz-smoke fuzz-campaign bench-build soak clean
+.PHONY: run test deps venv build build-release unit interop tsan bench bench-compare bench-cluster bench-lanes bench-mouth-to-ear fuzz fuzz-smoke fuzz-campaign bench-build soak clean
 
 run: deps build-release
 	.build/release/chorus serve --db ./chorus.sqlite --demo --http-port $(HTTP_PORT)
@@ -105,6 +105,13 @@ bench-build: deps
 # Results and the comparison table go to bench-output/compare/ (see docs/PERFORMANCE.md).
 bench-compare: deps build-release
 	$(SUDO) Benchmarks/Compare/bench-compare.sh
+
+# The true mouth-to-ear latency the server adds (Benchmarks/MouthToEar: an aiortc talker's tone
+# bursts, onsets detected in what an aiortc listener decodes, against the two peers directly).
+# `chorus load`'s "mouth-to-ear" starts at the generator's send call instead; both are reported
+# in docs/PERFORMANCE.md, each named for what it measures.
+bench-mouth-to-ear: deps venv build-release
+	CHORUS_BIN=$(CURDIR)/.build/release/chorus $(PY) Benchmarks/MouthToEar/mouth_to_ear.py
 
 # One big room (3 talkers) with every room on one queue and with lanes, interleaved, sizes
 # 1,500-3,000 (Benchmarks/Capacity/room-lanes.sh; results in bench-output/lanes, docs/PERFORMANCE.md).

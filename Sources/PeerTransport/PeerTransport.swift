@@ -261,9 +261,14 @@ public final class PeerTransport {
 
     /// The earliest time `poll` has work to do.
     public var nextDeadline: MediaTime {
-        let consent = ice.nextDeadline ?? iceStartedAt.adding(nanoseconds: configuration.consentTimeoutNanoseconds)
-        return [dtls.nextDeadline, nextReportAt, consent, pathSwitchDeadline, transportFeedback?.nextFeedbackAt]
-            .compactMap { $0 }.min() ?? consent
+        // Read for every participant on every room tick: compared one by one, not gathered in
+        // an array (two allocations a call, 100,000 a second in a room of 1,000).
+        var deadline = ice.nextDeadline ?? iceStartedAt.adding(nanoseconds: configuration.consentTimeoutNanoseconds)
+        if let dtls = dtls.nextDeadline, dtls < deadline { deadline = dtls }
+        if let report = nextReportAt, report < deadline { deadline = report }
+        if let pathSwitch = pathSwitchDeadline, pathSwitch < deadline { deadline = pathSwitch }
+        if let feedback = transportFeedback?.nextFeedbackAt, feedback < deadline { deadline = feedback }
+        return deadline
     }
 }
 

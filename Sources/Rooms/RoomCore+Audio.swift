@@ -67,10 +67,10 @@ extension RoomCore {
     /// One 20 ms audio tick: decode one frame per participant, mix the top speakers, encode
     /// each distinct mix once, send each recipient its mix on its own RTP stream.
     func audioTick(now: MediaTime) {
-        // Over `joinOrder`, not `participants.keys`: iterating the dictionary's keys keeps its
-        // storage shared, so the first mutation below would copy all of it (and every jitter
-        // buffer after it): measured as most of a 1,000-participant tick.
-        for callId in joinOrder { feedMixer(callId, now: now) }
+        // Over `members`, not `participants`: iterating the dictionary keeps its storage shared
+        // (a mutation through it would copy all of it: measured as most of a 1,000-participant
+        // tick once), and looking each one up hashes its call ID.
+        for participant in members { feedMixer(participant, now: now) }
         let tick = mixer.tick(now: now)
         encoders.fullSources = nil
         var live = Set<MixEncoders.Key>()
@@ -83,18 +83,19 @@ extension RoomCore {
         for event in tick.events { emitAudioEvent(event, now: now) }
     }
 
-    /// Hands the mixer this tick's input for one participant. Mutates the participant in place
-    /// (through the dictionary's accessor) so its decode buffer is reused, not copied per tick.
-    private func feedMixer(_ callId: CallID, now: MediaTime) {
-        guard let state = participants[callId]?.state, let muted = participants[callId]?.audioMuted else { return }
-        let established = state == .established
+    /// Hands the mixer this tick's input for one participant (decoded in place: the participant
+    /// is a class, so its decode buffer is reused, not copied per tick).
+    private func feedMixer(_ participant: Participant, now: MediaTime) {
+        let established = participant.state == .established
+        let muted = participant.audioMuted
         var input = AudioMixerInput(muted: muted, receivesAudio: established)
-        if established, let frame = participants[callId]?.audio.nextFrame(
-            now: now, isSpeaker: mixer.isSpeaker(callId), muted: muted) {
+        if established {
+            let speaker = mixer.isSpeaker(participant.callId)
+            let frame = participant.audio.nextFrame(now: now, isSpeaker: speaker, muted: muted)
             input.frame = frame.pcm.map { .int16($0) }
             input.audioLevel = frame.level
         }
-        _ = mixer.setInput(input, for: callId)
+        _ = mixer.setInput(input, for: participant.callId)
     }
 
     private func send(_ mix: AudioMixerTick<CallID>.Mix, key: MixEncoders.Key, now: MediaTime) {

@@ -41,6 +41,7 @@ extension RoomCore {
         return step(at: time, &output) {
             participants[request.callId] = participant
             joinOrder.append(request.callId)
+            members.append(participant)
             _ = mixer.addParticipant(request.callId, ssrc: analysis.audio.ssrc)
             self.output.routing.append(.register(ufrag: participant.ufrag, callId: request.callId))
             if !participant.receivedSources.isEmpty {

@@ -72,9 +72,8 @@ extension RoomCore {
 
     /// Once a second per subscriber with a known budget: chooses each slot's layer.
     func allocateLayers(now: MediaTime) {
-        for subscriber in joinOrder {
-            guard let viewer = participants[subscriber], viewer.state == .established, !viewer.video.slots.isEmpty,
-                  let budget = videoBudget(of: viewer)
+        for viewer in members {
+            guard viewer.state == .established, !viewer.video.slots.isEmpty, let budget = videoBudget(of: viewer)
             else { continue }
             if let last = viewer.video.layersAllocatedAt, now.nanoseconds(since: last) < Self.layerAllocationIntervalNanoseconds {
                 continue

@@ -125,6 +125,7 @@ extension RoomCore {
         guard let participant = participants.removeValue(forKey: callId) else { return false }
         mixer.removeParticipant(callId)
         joinOrder.removeAll { $0 == callId }
+        members.removeAll { $0 === participant }
         recentSpeakers.removeAll { $0 == callId }
         for id in joinOrder { participants[id]?.video.publisher?.estimates[callId] = nil }
         reassignSlots(now: now)
@@ -154,9 +155,10 @@ extension RoomCore {
 
     /// Polls the transports whose deadline has passed (a scan per tick, never per packet).
     func pollTransports(now: MediaTime) {
-        for callId in joinOrder {
-            guard let transport = participants[callId]?.transport, transport.nextDeadline <= now else { continue }
-            if let event = transport.poll(now: now, transmits: &output.transmits) { handle(event, for: callId) }
+        for participant in members {
+            let transport = participant.transport
+            guard transport.nextDeadline <= now else { continue }
+            if let event = transport.poll(now: now, transmits: &output.transmits) { handle(event, for: participant.callId) }
         }
     }
 }

@@ -38,8 +38,8 @@ extension RoomCore {
     /// Per video tick: sends the due half of every probe under way, and starts the probes the
     /// estimators ask for now; once a second per participant, its estimate goes to `/metrics`.
     func sendProbes(now: MediaTime) {
-        for callId in joinOrder {
-            guard let participant = participants[callId], participant.state == .established else { continue }
+        for participant in members {
+            guard participant.state == .established else { continue }
             sampleEstimate(of: participant, now: now)
             if participant.probe == nil, let cluster = participant.transport.probeRequest(now: now) {
                 participant.probe = ProbeInFlight(cluster: cluster, burstsLeft: 2)

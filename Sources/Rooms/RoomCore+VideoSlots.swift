@@ -121,8 +121,9 @@ extension RoomCore {
     func videoTick(now: MediaTime) {
         repeatKeyframeRequestsForWaitingSlots(now: now)
         var slotsChanged = false
-        for callId in joinOrder {
-            guard let publisher = participants[callId]?.video.publisher else { continue }
+        for member in members {
+            guard let publisher = member.video.publisher else { continue }
+            let callId = member.callId
             for layer in publisher.layers.indices {
                 if participants[callId]?.video.publisher?.layers[layer].keyframes.poll(now: now) == true {
                     sendPLI(to: callId, layer: layer)

@@ -46,6 +46,9 @@ public final class RoomCore {
     var audioTicksDue: UInt64 = 0
     /// Participants in the order they joined: the slot order of publishers nobody pinned.
     var joinOrder: [CallID] = []
+    /// The same participants, in the same order: what the per-tick scans walk, so that a
+    /// 1,000-participant tick does not hash a call ID per participant per scan.
+    var members: [Participant] = []
     /// The room's dominant speakers, most recent first: they rank next after pins for slots.
     var recentSpeakers: [CallID] = []
     /// Reused buffer for the packets the forwarder writes (one per slot, then protected).

@@ -36,7 +36,10 @@ class Namespace:
 
     @classmethod
     def create(cls) -> "Namespace":
+        # A name still taken (a namespace or veth left by a run that was killed) is skipped.
         index = (os.getpid() * 7 + next(_counter)) % 16000
+        while os.path.exists(f"/run/netns/chorus-t{index}") or os.path.exists(f"/sys/class/net/ch{index}"):
+            index = (index + 1 + next(_counter)) % 16000
         name, veth = f"chorus-t{index}", f"ch{index}"
         subnet = f"10.{200 + index // 4000}.{(index // 16) % 250}.{(index % 16) * 16}"
         base = subnet.rsplit(".", 1)

@@ -75,4 +75,4 @@ def test_five_percent_loss_toward_the_listeners_fails_the_run(netns_server, name
     assert 3 < results["audioLossPercent"] < 8, run.stdout
     assert any("by sequence" in bar for bar in results["failedBars"]), results["failedBars"]
     assert int(subprocess.run([*namespace.prefix(), "nft", "list", "table", "inet", "chorus_loss"], capture_output=True,
-                              text=True, check=True).stdout.split("packets")[1].split()[0]) > 50
+                              text=True, check=True).stdout.split("packets")[1].split()[0]) >= 20
