@@ -127,7 +127,7 @@ extension RoomCore {
             }
         }
         if changed { emitSlots(of: viewer.callId) }
-        probeForPausedSlots(of: viewer, demands: demands, budget: budget, now: now)
+        probeForPausedSlots(of: viewer, ranked: ranked, budget: budget, now: now)
     }
 
     static let layerSwitchRates = Recorder(label: "chorus_video_layer_switches_per_minute", aggregate: true)
@@ -144,17 +144,19 @@ extension RoomCore {
     static let pausedProbeBackoffNanoseconds: ClosedRange<UInt64> = 2_000_000_000...8_000_000_000
 
     /// A slot paused for bandwidth sends nothing, so the estimate cannot grow past what the
-    /// audio carries: ask for a probe at what the lowest paused step needs (its lowest layer's
-    /// base temporal layer, where it resumes: not the whole layer), with headroom, and
+    /// audio carries: ask for a probe at what the lowest paused layer needs, with headroom, and
     /// the slot resumes once the probe shows the link carries it (and a link that opened wide
     /// is followed up exponentially, as at the start of a call). Each probe overfills a link
     /// that is still thin for a moment (and the audio queues behind it), so the probes back off:
     /// 2 s, 4 s, then 8 s apart while the slot stays paused.
-    private func probeForPausedSlots(of viewer: Participant, demands: [LayerAllocator.Demand],
+    private func probeForPausedSlots(of viewer: Participant, ranked: [[(layer: Int, bitrate: Int, height: Int?)]],
                                      budget: Int, now: MediaTime) {
+        // The whole lowest layer. Aiming at its base temporal layer alone (where the slot
+        // resumes) was tried on 2026-11-26: in one fresh-clone run the paused viewer's audio
+        // then lost 1.7 % in test_simulcast_layers (bar 1 %); not understood yet, so reverted.
         let needs = viewer.video.slots.indices.compactMap { index -> Int? in
-            guard viewer.video.slots[index].pausedForBandwidth, demands.indices.contains(index) else { return nil }
-            return LayerAllocator.lowestBitrate(of: demands[index])
+            guard viewer.video.slots[index].pausedForBandwidth, let lowest = ranked[index].first else { return nil }
+            return lowest.bitrate
         }
         guard let need = needs.min() else {
             viewer.video.pausedProbe = nil

@@ -132,11 +132,6 @@ public enum LayerAllocator {
         Ladder(demand).steps.first?.choice
     }
 
-    /// What the lowest step of `demand` costs, bit/s: what a paused slot's link must carry.
-    public static func lowestBitrate(of demand: Demand) -> Int? {
-        Ladder(demand).steps.first?.bitrate
-    }
-
     /// One demand's steps in quality order, and where it stands.
     private struct Ladder {
         /// One step: what it costs and what it forwards.

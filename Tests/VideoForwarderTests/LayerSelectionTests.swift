@@ -189,9 +189,6 @@ struct LayerSelectionTests {
         #expect(steps(50_000, fresh) == ["-"])
         #expect(LayerAllocator.allocate(budget: 1_200_000, demands: fresh) == [2])
         #expect(LayerAllocator.lowestChoice(of: fresh[0]) == .init(layer: 0, temporalLayer: 0, allTemporalLayers: false))
-        // What a paused slot's probe aims at: the base temporal layer's rate, not the layer's.
-        #expect(LayerAllocator.lowestBitrate(of: fresh[0]) == 60_000)
-        #expect(LayerAllocator.lowestBitrate(of: LayerAllocator.Demand(layers: [], priority: 0)) == nil)
     }
 
     @Test func temporalStepsKeepTheHeadroomTheHoldOfTheLowestAndTheHeightCap() {
