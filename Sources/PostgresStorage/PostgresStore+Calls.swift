@@ -6,10 +6,10 @@ extension PostgresStore {
     public func insertCall(_ record: CallRecord) async throws(StorageError) -> CallRecord {
         let row = try await first("""
             INSERT INTO "call"("callId", "applicationId", "roomId", "userId", "displayName", "state", "joinedAt",
-                               "establishedAt", "endedAt", "endCause", "serverStats", "nodeId")
+                               "establishedAt", "endedAt", "endCause", "serverStats", "nodeId", "headers")
             VALUES (\(record.callId), \(record.applicationId), \(record.roomId), \(record.userId),
                     \(record.displayName), \(record.state), \(record.joinedAt), \(record.establishedAt),
-                    \(record.endedAt), \(record.endCause), \(record.serverStats), \(record.nodeId))
+                    \(record.endedAt), \(record.endCause), \(record.serverStats), \(record.nodeId), \(record.headers))
             RETURNING *
             """)
         guard let row else { throw .unavailable("the insert returned no row") }
@@ -91,7 +91,7 @@ extension PostgresStore {
         UPDATE "call" SET "roomId" = \(call.roomId), "userId" = \(call.userId), "displayName" = \(call.displayName),
           "state" = \(call.state), "joinedAt" = \(call.joinedAt), "establishedAt" = \(call.establishedAt),
           "endedAt" = \(call.endedAt), "endCause" = \(call.endCause), "serverStats" = \(call.serverStats),
-          "nodeId" = \(call.nodeId)
+          "nodeId" = \(call.nodeId), "headers" = \(call.headers)
         WHERE "callId" = \(call.callId)
         """
     }

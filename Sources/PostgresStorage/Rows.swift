@@ -57,6 +57,7 @@ enum Rows {
             call.endCause = try c["endCause"]
             call.serverStats = try c["serverStats"]
             call.nodeId = try c["nodeId"]
+            call.headers = try c["headers"]
             return call
         }
     }

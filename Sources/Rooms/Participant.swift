@@ -133,12 +133,16 @@ public struct JoinRequest: Sendable {
     public let userId: UserID
     public let displayName: String?
     public let offer: String
+    /// The caller's custom headers (at most 1,024 bytes, checked by the API), told to the
+    /// room's listeners in `participant.joined`.
+    public let headers: [String: String]
 
-    public init(callId: CallID, userId: UserID, displayName: String?, offer: String) {
+    public init(callId: CallID, userId: UserID, displayName: String?, offer: String, headers: [String: String] = [:]) {
         self.callId = callId
         self.userId = userId
         self.displayName = displayName
         self.offer = offer
+        self.headers = headers
     }
 }
 

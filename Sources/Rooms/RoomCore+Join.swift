@@ -51,6 +51,7 @@ extension RoomCore {
                 "callId": .string(request.callId.rawValue), "userId": .string(request.userId.rawValue),
             ]
             if let name = request.displayName { fields["displayName"] = .string(name) }
+            if !request.headers.isEmpty { fields["headers"] = .object(request.headers.mapValues { .string($0) }) }
             emit(.participantJoined, fields)
             return JoinAnswer(sdp: plan.answer, snapshot: participant.snapshot())
         }

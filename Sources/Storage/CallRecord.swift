@@ -22,6 +22,8 @@ public struct CallRecord: Codable, Sendable, Equatable, FetchableRecord, Mutable
     public var serverStats: String?
     /// The node whose room served the call (nil for calls stored before clustering).
     public var nodeId: String?
+    /// The caller's custom headers given at join, a JSON object of strings (nil: none given).
+    public var headers: String?
 
     public init(callId: String, applicationId: Int64, roomId: String, userId: String,
                 displayName: String?, joinedAt: Date) {

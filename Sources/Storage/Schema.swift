@@ -2,7 +2,7 @@
 /// `SQLDialect`: the SQLite store and the PostgreSQL store run the same migrations, in order,
 /// each exactly once. Never edit a shipped migration: append the next one.
 public enum Schema {
-    public static let migrations: [SchemaMigration] = [v1, v2]
+    public static let migrations: [SchemaMigration] = [v1, v2, v3]
 
     static let v1 = SchemaMigration(name: "v1", steps: [
         .table(TableSpec(name: "serverSecret", columns: [
@@ -93,6 +93,13 @@ extension Schema {
         .index(IndexSpec(name: "roomLease_by_node", table: "roomLease", columns: ["nodeId"])),
         .addColumn(table: "call", ColumnSpec("nodeId", .text, nullable: true)),
         .index(IndexSpec(name: "call_open_by_node", table: "call", columns: ["nodeId"], whereNull: "endedAt")),
+    ])
+}
+
+extension Schema {
+    /// The caller's custom headers of a call (at most 1,024 bytes of JSON, given at join).
+    static let v3 = SchemaMigration(name: "v3-call-headers", steps: [
+        .addColumn(table: "call", ColumnSpec("headers", .text, nullable: true)),
     ])
 }
 

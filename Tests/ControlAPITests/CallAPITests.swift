@@ -24,6 +24,28 @@ struct CallAPITests {
         }
     }
 
+    /// A join's custom headers are checked before the room sees the join: an object of strings,
+    /// at most 1,024 bytes of names and values together (the SDK's limit).
+    @Test func joinHeadersOverTheLimitOrNotStringsAre400() async throws {
+        try await TestServer.with { server in
+            func join(_ headers: Any) async throws -> TestServer.Reply {
+                try await server.request("POST", "/v1/rooms/r/participants",
+                                         json: ["sdp": "v=0", "userId": "u", "headers": headers])
+            }
+            let number = try await join(["x-count": 3])
+            #expect(number.status == 400 && number.errorCode == "invalidHeaders")
+            #expect(number.message?.contains("x-count") == true)
+            #expect(try await join(["a", "b"]).errorCode == "invalidHeaders")
+            #expect(try await join(["": "empty name"]).errorCode == "invalidHeaders")
+            let large = try await join(["x-big": String(repeating: "é", count: 510)])  // 5 + 1,020 bytes
+            #expect(large.status == 400 && large.errorCode == "headersTooLarge")
+            #expect(large.message?.contains("1025 bytes") == true)
+            // At the limit, the headers pass and the join goes on to the room (none here: no media).
+            let limit = try await join(["x-big": String(repeating: "é", count: 509) + "a"])  // 5 + 1,019 bytes
+            #expect(limit.status != 400, "\(limit.json)")
+        }
+    }
+
     @Test func callListingFilters() async throws {
         try await TestServer.with { server in
             let alice = try await server.register("alice", sequence: 1)

@@ -103,6 +103,7 @@ final class TestServer: Sendable {
 
         var json: [String: Any] { (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:] }
         var errorCode: String? { (json["error"] as? [String: Any])?["code"] as? String }
+        var message: String? { (json["error"] as? [String: Any])?["message"] as? String }
         func header(_ name: String) -> String? {
             headers.first { $0.key.lowercased() == name.lowercased() }?.value
         }

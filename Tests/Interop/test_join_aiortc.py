@@ -58,7 +58,8 @@ def test_aiortc_joins_reaches_established_and_exchanges_srtp(chorus_server):
         started = time.monotonic()
         reply = requests.post(chorus_server.url("/v1/rooms/interop/participants"), timeout=10,
                               headers={"Authorization": f"Bearer {token}"},
-                              json={"sdp": offer, "displayName": "Alice"})
+                              json={"sdp": offer, "displayName": "Alice",
+                                    "headers": {"x-ticket": "4711", "lang": "sv"}})
         assert reply.status_code == 201, reply.text
         body = reply.json()
         assert reply.headers["location"].endswith(body["callId"])
@@ -69,6 +70,9 @@ def test_aiortc_joins_reaches_established_and_exchanges_srtp(chorus_server):
 
         joined = events.wait_for(lambda e: e["type"] == "participant.joined" and e["callId"] == call_id)
         assert joined["userId"] == "alice"
+        # The caller's custom headers: told to the room, kept in the call record.
+        assert joined["headers"] == {"x-ticket": "4711", "lang": "sv"}
+        assert chorus_server.request("GET", f"/v1/calls/{call_id}").json()["headers"] == {"x-ticket": "4711", "lang": "sv"}
 
         # ICE + DTLS complete within 2 s of the join.
         async def until_established():

@@ -68,6 +68,20 @@ struct RoomJoinTests {
         #expect(await room.participantList().count == 1)
     }
 
+    @Test func theCallersHeadersAreToldInParticipantJoined() async throws {
+        let room = try makeRoom()
+        let plain = try request(fixture("aiortc-audio-only.sdp"))
+        let headed = JoinRequest(callId: CallID(guid: ApplicationKey(randomBytes: Array(repeating: 9, count: 16)).rawValue),
+                                 userId: try UserID(validating: "bob"), displayName: nil,
+                                 offer: try fixture("aiortc-audio-only.sdp"), headers: ["x-ticket": "42", "lang": "sv"])
+        _ = try await room.join(plain)
+        _ = try await room.join(headed)
+        let (events, _) = await room.subscribe(after: nil)
+        #expect(events.count == 2)
+        #expect(events.first?.fields["headers"] == nil)
+        #expect(events.last?.fields["headers"] == .object(["x-ticket": .string("42"), "lang": .string("sv")]))
+    }
+
     @Test func fullRoomAndBadOffersAreRefused() async throws {
         var settings = RoomSettings.defaults
         settings.maxParticipants = 1

@@ -70,8 +70,10 @@ struct StorageCallTests {
         let db = try await backend.makeStore()
         let app = try await makeApp(db)
         let start = Date(timeIntervalSince1970: 1_800_000_000)
-        var record = try await db.insertCall(call(1, app, room: "r", user: "u", at: start))
-        #expect(record.id != nil)
+        var inserted = call(1, app, room: "r", user: "u", at: start)
+        inserted.headers = #"{"x-app":"café"}"#
+        var record = try await db.insertCall(inserted)
+        #expect(record.id != nil && record.headers == #"{"x-app":"café"}"#)
         let ended = start.addingTimeInterval(90)
         #expect(try await db.modifyCall(callId: record.callId) { call in
             call.state = "ended"
@@ -82,6 +84,7 @@ struct StorageCallTests {
         #expect(try await db.modifyCall(callId: "00000000-0000-4000-8000-00000000dead") { $0.state = "x" } == false)
         let read = try #require(try await db.call(callId: record.callId))
         #expect(read.state == "ended" && read.endCause == "hungUp" && read.serverStats == #"{"packets":3}"#)
+        #expect(read.headers == #"{"x-app":"café"}"#)
         #expect(abs((read.endedAt ?? .distantPast).timeIntervalSince(ended)) < 0.001)
         record = read
         record.establishedAt = start.addingTimeInterval(1)

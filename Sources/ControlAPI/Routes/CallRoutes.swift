@@ -18,6 +18,8 @@ struct CallResponse: Encodable {
     var endCause: String?
     var durationSeconds: Double?
     var serverStatistics: JSONValue?
+    /// The caller's custom headers given at join.
+    var headers: [String: String]?
 
     init(_ record: CallRecord) {
         callId = record.callId
@@ -33,6 +35,7 @@ struct CallResponse: Encodable {
             durationSeconds = endedAt.timeIntervalSince(record.establishedAt ?? record.joinedAt)
         }
         serverStatistics = record.serverStats.flatMap { try? JSONDecoder().decode(JSONValue.self, from: Data($0.utf8)) }
+        headers = CallHeaders.decoded(record.headers)
     }
 }
 

@@ -15,7 +15,7 @@ extension ControlAPI {
     /// characters or more grow by at most 5 %) plus a few short fields.
     static let maxJoinBodyBytes = maxOfferBytes + maxOfferBytes / 8 + 4096
 
-    /// Joins a room with an SDP offer: JSON (`{"sdp", "userId"?, "displayName"?}`, answer in
+    /// Joins a room with an SDP offer: JSON (`{"sdp", "userId"?, "displayName"?, "headers"?}`, answer in
     /// JSON) or WHIP (`Content-Type: application/sdp`, answer as `application/sdp`). The call row
     /// is written before the room sees the join, so every later state change finds it.
     func join(_ request: inout Request, _ context: ChorusRequestContext) async throws -> Response {
@@ -30,11 +30,12 @@ extension ControlAPI {
             callId: callId.rawValue, applicationId: principal.application.id ?? -1, roomId: roomId.rawValue,
             userId: userId.rawValue, displayName: input.displayName, joinedAt: now())
         call.nodeId = cluster.identity.nodeId
+        call.headers = CallHeaders.stored(input.headers)
         _ = try await database.insertCall(call)
         let answer: JoinAnswer
         do {
             answer = try await room.join(JoinRequest(callId: callId, userId: userId, displayName: input.displayName,
-                                                     offer: input.offer))
+                                                     offer: input.offer, headers: input.headers))
         } catch {
             try? await database.deleteCall(callId: callId.rawValue)
             // A refused join leaves nothing behind: not a call, not a room it created.
@@ -60,6 +61,7 @@ extension ControlAPI {
         var offer: String
         var userId: String?
         var displayName: String?
+        var headers: [String: String] = [:]
     }
 
     private func joinInput(_ request: inout Request, whip: Bool) async throws -> JoinInput {
@@ -76,7 +78,8 @@ extension ControlAPI {
             throw APIError.badRequest("missingBody", "this request needs a JSON body with an sdp offer")
         }
         guard body.sdp.utf8.count <= Self.maxOfferBytes else { throw APIError.payloadTooLarge(limit: Self.maxOfferBytes) }
-        return JoinInput(offer: body.sdp, userId: body.userId, displayName: try Self.displayName(body.displayName))
+        return JoinInput(offer: body.sdp, userId: body.userId, displayName: try Self.displayName(body.displayName),
+                         headers: try CallHeaders.validated(body.headers))
     }
 
     /// A user joins as itself; an application names the user (WHIP may leave it to the server).

@@ -11,6 +11,9 @@ struct JoinBody: Decodable {
     var sdp: String
     var userId: String?
     var displayName: String?
+    /// The caller's custom headers (`CallHeaders`): checked by the route, not by the decoder,
+    /// so that a wrong type gets its own message.
+    var headers: JSONValue?
 }
 
 /// The join's answer in JSON form.
