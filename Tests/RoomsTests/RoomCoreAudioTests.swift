@@ -46,6 +46,32 @@ struct RoomCoreAudioTests {
                                                                  "talking.started:cid"])
     }
 
+    /// A silent participant pausing in DTX sends one packet every 400 ms, each with the level
+    /// -127 dBov. Nobody can hear it, so the room runs no decoder for it, neither on its packets
+    /// nor between them (concealing a quiet stream's gaps cost a decode per tick).
+    @Test func aQuietParticipantPausingInDTXIsNeitherDecodedNorConcealed() throws {
+        let room = try SimulatedRoom(seed: 3)
+        for name in ["ann", "dan"] { try room.join(name) }
+        room.say("ann", frequency: 500)
+        var ticks = 0
+        room.run(milliseconds: 3_000) { _ in
+            ticks += 1
+            for name in ["ann", "dan"] {
+                guard let peer = room.peers[name] else { continue }
+                if name == "dan", ticks % 20 != 1 {
+                    room.microphones[name]?.skipFrame()
+                } else if let packet = room.microphones[name]?.nextPacket(from: peer) {
+                    room.send(packet, from: peer)
+                }
+            }
+        }
+        let dan = try #require(room.snapshot("dan")?.audioStatistics)
+        #expect(dan["packetsReceived"]! >= 7)
+        // Every tick after its first packet played: skipped, not decoded or concealed.
+        #expect(dan["skippedDecodes"]! >= ticks - 10, "\(dan)")
+        #expect(try PeerEar.levels(heardBy: room.peers["dan"]!, at: [500])[0] > -30)
+    }
+
     @Test func aSingleTalkerIsRelayedNotReencoded() throws {
         let room = try talk(talkers: ["ann"], listeners: ["bob", "cid"])
         for name in ["bob", "cid"] {

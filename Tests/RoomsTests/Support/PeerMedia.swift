@@ -17,6 +17,13 @@ struct PeerMicrophone {
         encoder = try OpusEncoder()
     }
 
+    /// A 20 ms frame not sent, as in an Opus DTX pause: the timestamp moves on, the sequence
+    /// number does not.
+    mutating func skipFrame() {
+        _ = tone?.nextFrame()
+        timestamp &+= 960
+    }
+
     /// The next 20 ms packet from `peer`, protected for the server.
     mutating func nextPacket(from peer: ClientPeer) -> Transmit? {
         let pcm = tone?.nextFrame() ?? [Int16](repeating: 0, count: 960)
