@@ -172,6 +172,9 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 // HTTPParserError: framing errors the decoder raises mid-body become 400s.
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                // Webhook deliveries: a small HTTP/1.1 client (WebhookPoster).
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -282,12 +285,12 @@ if ProcessInfo.processInfo.environment["CHORUS_BENCHMARKS"] != nil {
             dependencies: ["Auth", "ChorusCore", .product(name: "Benchmark", package: "benchmark")],
             path: "Benchmarks/ControlPlane",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]))
-    // A room core with connected client peers, shared by MediaPath and ForwardProfile (the same
-    // forward path under callgrind).
+    // A room core with connected client peers, shared by MediaPath, ForwardProfile and TickProfile
+    // (the same forward path and audio tick under callgrind).
     package.targets.append(
         .target(
             name: "BenchmarkSupport",
-            dependencies: ["ChorusCore", "ChorusTestSupport", "DTLS", "RTP", "Rooms",
+            dependencies: ["AudioMixer", "ChorusCore", "ChorusTestSupport", "DTLS", "RTP", "Rooms",
                            .product(name: "Logging", package: "swift-log")],
             path: "Benchmarks/Support"))
     package.targets.append(
@@ -299,6 +302,8 @@ if ProcessInfo.processInfo.environment["CHORUS_BENCHMARKS"] != nil {
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]))
     package.targets.append(
         .executableTarget(name: "ForwardProfile", dependencies: ["BenchmarkSupport"], path: "Benchmarks/ForwardProfile"))
+    package.targets.append(
+        .executableTarget(name: "TickProfile", dependencies: ["BenchmarkSupport"], path: "Benchmarks/TickProfile"))
 }
 
 // libFuzzer harnesses (Fuzz/<Name>/, one per parser family) join the package only when

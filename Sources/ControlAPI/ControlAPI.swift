@@ -17,6 +17,9 @@ public struct ControlAPIConfiguration: Sendable {
     /// Key of the application whose users `POST /demo/token` registers (`chorus serve --demo`);
     /// nil, the default, leaves that route out entirely.
     public var demoApplicationKey: String?
+    /// Lets webhook endpoints (and other outbound destinations) be loopback, private or
+    /// link-local addresses (`--webhooks-allow-private`): for tests and trusted networks only.
+    public var allowPrivateOutbound = false
 
     public init() {}
 }
@@ -39,6 +42,8 @@ public final class ControlAPI: Sendable {
     let prometheus: PrometheusCollectorRegistry
     let metrics: APIMetrics
     let clock: @Sendable () -> Date
+    /// Where the server may send on an application's behalf (webhooks).
+    var outboundPolicy: OutboundAddressPolicy { OutboundAddressPolicy(allowPrivate: configuration.allowPrivateOutbound) }
     private let drainingFlag = NIOLockedValueBox(false)
     private let applications = ApplicationCache()
 
@@ -107,6 +112,7 @@ public final class ControlAPI: Sendable {
         addParticipantRoutes(authenticated, &routes)
         addEventRoutes(authenticated, &routes)
         addNodeRoutes(authenticated, &routes)
+        addWebhookRoutes(authenticated, &routes)
         routes.addMethodNotAllowed(to: router)
         return router
     }

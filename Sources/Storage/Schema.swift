@@ -2,7 +2,7 @@
 /// `SQLDialect`: the SQLite store and the PostgreSQL store run the same migrations, in order,
 /// each exactly once. Never edit a shipped migration: append the next one.
 public enum Schema {
-    public static let migrations: [SchemaMigration] = [v1, v2, v3]
+    public static let migrations: [SchemaMigration] = [v1, v2, v3, v4]
 
     static let v1 = SchemaMigration(name: "v1", steps: [
         .table(TableSpec(name: "serverSecret", columns: [
@@ -110,7 +110,10 @@ public struct SchemaMigration: Sendable {
 
     /// The migration's statements in `dialect`, to run in one transaction.
     public func statements(in dialect: SQLDialect) -> [String] {
-        steps.map { dialect.render($0) }
+        steps.flatMap { step -> [String] in
+            if case .raw(_, let postgres) = step, dialect == .postgres { return postgres }
+            return [dialect.render(step)]
+        }
     }
 }
 
@@ -119,6 +122,9 @@ public enum SchemaStep: Sendable {
     case table(TableSpec)
     case index(IndexSpec)
     case addColumn(table: String, ColumnSpec)
+    /// A statement each dialect spells its own way (triggers); PostgreSQL's as separate
+    /// statements (its extended protocol takes one per query).
+    case raw(sqlite: String, postgres: [String])
 }
 
 /// A table: its columns, an optional composite primary key and composite unique keys.
@@ -196,6 +202,7 @@ public enum SQLDialect: Sendable {
         case .table(let table): return render(table)
         case .index(let index): return render(index)
         case .addColumn(let table, let column): return "ALTER TABLE \(Self.quote(table)) ADD COLUMN \(render(column))"
+        case .raw(let sqlite, let postgres): return self == .sqlite ? sqlite : postgres.joined(separator: ";\n")
         }
     }
 

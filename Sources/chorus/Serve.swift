@@ -51,6 +51,10 @@ struct Serve: AsyncParsableCommand {
     var devApp = false
     @Flag(help: "Let the web client at / get tokens from POST /demo/token; development only (implies --dev-app).")
     var demo = false
+    @Flag(help: "Allow webhook endpoints on loopback, private and link-local addresses; tests and trusted networks only (env CHORUS_WEBHOOKS_ALLOW_PRIVATE=1).")
+    var webhooksAllowPrivate = false
+    @Option(help: "on: this node posts the webhook outbox (any node may; they share it); off: it only writes events, e.g. for API contract tests (env CHORUS_WEBHOOK_DELIVERY, default on).")
+    var webhookDelivery: String?
     @OptionGroup var database: DatabaseOption
 
     func run() async throws {
@@ -128,6 +132,14 @@ struct Serve: AsyncParsableCommand {
         config.demoApplicationKey = demo ? banner?.key : nil
         let rate = rateLimit ?? environment("RATE_LIMIT").flatMap { Double($0) } ?? 100
         config.rateLimitPerSecond = rate > 0 ? rate : nil
+        config.allowPrivateOutbound = webhooksAllowPrivate || environment("WEBHOOKS_ALLOW_PRIVATE") == "1"
+        let delivery = webhookDelivery ?? environment("WEBHOOK_DELIVERY") ?? "on"
+        guard delivery == "on" || delivery == "off" else {
+            throw ValidationError("--webhook-delivery must be on or off, not \(delivery)")
+        }
+        let deliverWebhooks = delivery == "on"
+        let webhooks = WebhookDispatcher(database: db, allowPrivateAddresses: config.allowPrivateOutbound,
+                                         logger: Logger(label: "chorus.webhooks"))
         let identity = try nodeIdentity(httpPort: port, mediaPort: boundMedia, addresses: addresses)
         let cluster = ClusterNode(identity: identity, store: db, registry: registry,
                                   logger: Logger(label: "chorus.cluster"))
@@ -161,9 +173,10 @@ struct Serve: AsyncParsableCommand {
             logger: logger)
         let group = ServiceGroup(configuration: .init(
             // Shutdown runs in reverse: drain (rooms end serverShutdown), HTTP, media, then the
-            // recorder writes the last call records.
+            // recorder writes the last call records (their webhook events wait in the outbox).
             services: [
                 .init(service: recorder),
+            ] + (deliverWebhooks ? [.init(service: webhooks)] : []) + [
                 .init(service: socket),
                 .init(service: ClusterService(node: cluster)),
                 .init(service: app),

@@ -59,6 +59,10 @@ EXPECTED_OPERATIONS = {
     "/v1/rooms/{roomId}/events": {"get"},
     "/v1/nodes": {"get"},
     "/v1/nodes/{nodeId}/drain": {"post"},
+    "/v1/webhooks": {"get", "post"},
+    "/v1/webhooks/{endpointId}": {"get", "patch", "delete"},
+    "/v1/webhooks/{endpointId}/secret": {"post"},
+    "/v1/webhooks/{endpointId}/deliveries": {"get"},
 }
 HTTP_METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 
@@ -97,6 +101,8 @@ def contract_server(chorus_server, insert_call):
             joined_at=now - dt.timedelta(minutes=5), established_at=now - dt.timedelta(minutes=5)),
         "progressing": insert_call(chorus_server, room_id="other-room", user_id="bob", joined_at=now),
     }
+    # Schemathesis may create webhook endpoints on any public address: this node sends nothing.
+    chorus_server.extra_args += ["--webhook-delivery", "off"]
     chorus_server.start()
     chorus_server.calls = calls
     return chorus_server

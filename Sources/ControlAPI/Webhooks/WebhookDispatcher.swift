@@ -1,0 +1,147 @@
+import Foundation
+import Logging
+import Metrics
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import ServiceLifecycle
+import Storage
+
+/// Delivers the webhook outbox: fans each new event out to its application's endpoints (one
+/// delivery each, with the body built once), then posts the due deliveries, signed, at most
+/// `concurrency` at a time, and records every attempt. Run as a Service on every node: the
+/// store's claims (a lease of `claimSeconds`) keep two nodes from posting the same delivery
+/// at once, and a claim left by a killed node lapses, so delivery is at least once.
+///
+/// Order: a claim hands out only the oldest pending delivery of each (endpoint, room), so one
+/// endpoint gets one room's events in order; a retrying delivery holds its room's later ones.
+/// Retries follow `retryDelays` (with ±20 % jitter) for at least `retryWindow` after the
+/// event; then the delivery is marked failed and stays visible. A 410 disables the endpoint.
+public final class WebhookDispatcher: Service, Sendable {
+    static let retryDelays: [Double] = [1, 2, 4, 8, 15, 30, 60, 120, 300, 600, 1_800, 3_600, 7_200]
+    static let retryWindow: TimeInterval = 24 * 3_600
+    static let claimSeconds: TimeInterval = 30
+    static let concurrency = 16
+    static let idlePoll: Duration = .milliseconds(200)
+
+    private let database: any ChorusStore
+    private let poster: WebhookPoster
+    private let logger: Logger
+    private let clock: @Sendable () -> Date
+    private let stopping = NIOLockedValueBox(false)
+
+    public init(database: any ChorusStore, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+                allowPrivateAddresses: Bool, logger: Logger,
+                clock: @escaping @Sendable () -> Date = Date.init) {
+        self.database = database
+        self.poster = WebhookPoster(group: group, policy: OutboundAddressPolicy(allowPrivate: allowPrivateAddresses))
+        self.logger = logger
+        self.clock = clock
+    }
+
+    enum Done: Sendable { case delivery, timer }
+
+    public func run() async throws {
+        await withGracefulShutdownHandler {
+            await withTaskGroup(of: Done.self) { group in
+                var inflight = 0
+                var timer = false
+                while !stopping.withLockedValue({ $0 }) {
+                    await fanOut()
+                    for send in await claim(limit: Self.concurrency - inflight) {
+                        inflight += 1
+                        group.addTask { await self.deliver(send); return .delivery }
+                    }
+                    if !timer {
+                        timer = true
+                        group.addTask { try? await Task.sleep(for: Self.idlePoll); return .timer }
+                    }
+                    switch await group.next() {
+                    case .delivery?: inflight -= 1
+                    case .timer?: timer = false
+                    case nil: return
+                    }
+                }
+                // Shutting down: let the posts in flight finish (each ends within its timeout).
+                while inflight > 0, let done = await group.next() { if done == .delivery { inflight -= 1 } }
+                group.cancelAll()
+            }
+        } onGracefulShutdown: {
+            self.stopping.withLockedValue { $0 = true }
+        }
+    }
+
+    /// Gives each new event its body and its deliveries.
+    func fanOut() async {
+        do {
+            for event in try await database.unfannedWebhookEvents(limit: 100) {
+                guard let row = event.id else { continue }
+                let body = try await WebhookBodies.body(for: event, in: database)
+                try await database.fanOutWebhookEvent(rowId: row, body: body, now: clock())
+            }
+        } catch {
+            logger.warning("webhook fan-out failed", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private func claim(limit: Int) async -> [WebhookSend] {
+        guard limit > 0 else { return [] }
+        let now = clock()
+        do {
+            return try await database.claimWebhookDeliveries(now: now, until: now.addingTimeInterval(Self.claimSeconds),
+                                                             limit: limit)
+        } catch {
+            logger.warning("webhook claim failed", metadata: ["error": "\(error)"])
+            return []
+        }
+    }
+
+    /// One attempt: post, then record what happened.
+    func deliver(_ send: WebhookSend) async {
+        let body = Array(send.body.utf8)
+        let timestamp = Int(clock().timeIntervalSince1970)
+        let headers = WebhookSignature.headers(id: send.eventId, timestamp: timestamp, body: body, secret: send.secret)
+        let result: WebhookPoster.Result
+        if let url = WebhookURL(send.url) {
+            result = await poster.post(to: url, headers: headers, body: body)
+        } else {
+            result = .failure("the endpoint URL is not valid")
+        }
+        let outcome = Self.outcome(result, send: send, now: clock())
+        Counter(label: "chorus_webhook_attempts_total", dimensions: [("outcome", Self.name(outcome))]).increment()
+        do {
+            try await database.recordWebhookAttempt(deliveryRowId: send.deliveryRowId, outcome: outcome, at: clock())
+        } catch {
+            // The claim lapses and the delivery is tried again: at least once.
+            logger.warning("webhook attempt not recorded", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// What an attempt's result means for its delivery.
+    static func outcome(_ result: WebhookPoster.Result, send: WebhookSend, now: Date) -> WebhookAttemptOutcome {
+        var status: Int?
+        var error: String
+        var retryAfter: Int?
+        switch result {
+        case .status(let code, _) where (200..<300).contains(code): return .delivered(status: code)
+        case .status(410, _): return .gone
+        case .status(let code, let after):
+            (status, error, retryAfter) = (code, code / 100 == 3 ? "redirect \(code) not followed" : "status \(code)", after)
+        case .failure(let reason):
+            error = reason
+        }
+        guard now.timeIntervalSince(send.eventCreatedAt) < retryWindow else { return .failed(status: status, error: error) }
+        var delay = retryDelays[min(send.attempts, retryDelays.count - 1)] * Double.random(in: 0.8...1.2)
+        if let retryAfter, status == 429 || status == 503 { delay = max(delay, min(Double(retryAfter), 3_600)) }
+        return .retry(status: status, error: String(error.prefix(500)), next: now.addingTimeInterval(delay))
+    }
+
+    static func name(_ outcome: WebhookAttemptOutcome) -> String {
+        switch outcome {
+        case .delivered: "delivered"
+        case .retry: "retry"
+        case .failed: "failed"
+        case .gone: "gone"
+        }
+    }
+}
