@@ -41,8 +41,8 @@ public final class CallRecorder: Service, Sendable {
     public var observer: RoomEventObserver {
         let pending = self.pending
         let continuation = self.continuation
-        return { _, event in
-            guard let change = Self.change(for: event) else { return }
+        return { key, event in
+            guard let change = Self.change(for: event) ?? Self.webhookChange(for: event, in: key) else { return }
             pending.withLockedValue { $0.append(change) }
             continuation.yield()
         }
@@ -107,6 +107,18 @@ public final class CallRecorder: Service, Sendable {
         }
     }
 
+    /// A call-quality event as a webhook, written with the call changes (in their order).
+    static func webhookChange(for event: RoomEvent, in key: RoomKey) -> CallChange? {
+        guard event.name == RoomEventName.callQualityWarning.rawValue
+                || event.name == RoomEventName.callQualityRecovered.rawValue else { return nil }
+        let callId: String? = if case .string(let id)? = event.fields["callId"] { id } else { nil }
+        let body = WebhookBodies.encode(type: event.name, at: event.time,
+                                        data: event.fields.merging(["roomId": .string(key.room.rawValue)]) { old, _ in old })
+        return .webhookEvent(WebhookEventChange(eventId: WebhookBodies.newEventId(), applicationKey: key.application.rawValue,
+                                                roomId: key.room.rawValue, callId: callId, type: event.name, body: body,
+                                                at: event.time))
+    }
+
     /// The call-record change an event makes, if any.
     static func change(for event: RoomEvent) -> CallChange? {
         guard case .string(let callId)? = event.fields["callId"] else { return nil }
@@ -124,6 +136,8 @@ public final class CallRecorder: Service, Sendable {
             // The downlink estimate over the call and each slot's last layer (issue 16).
             if let downlink = event.fields["downlink"] { merged["downlink"] = downlink }
             if let slots = event.fields["slots"] { merged["slots"] = slots }
+            // The call's quality summary: MOS, and each warning's count and seconds (issue 19).
+            if let quality = event.fields["quality"] { merged["quality"] = quality }
             return .ended(callId: callId, at: event.time, cause: cause, serverStats: json(.object(merged)))
         default:
             return nil

@@ -81,6 +81,13 @@ extension PostgresStore {
                           "serverStats" = \(stats)
                         WHERE "callId" = \(callId)
                         """, logger: logger)
+                case .webhookEvent(let event):
+                    try await connection.query("""
+                        INSERT INTO "webhookEvent"("eventId", "applicationId", "roomId", "type", "subject", "body",
+                                                   "createdAt", "fannedOut")
+                        SELECT \(event.eventId), "id", \(event.roomId), \(event.type), \(event.callId), \(event.body),
+                               \(event.at), FALSE FROM "application" WHERE "key" = \(event.applicationKey)
+                        """, logger: logger)
                 }
             }
         }

@@ -34,6 +34,10 @@ final class Participant {
     var estimateSampledAt: MediaTime?
     /// Its downlink estimate over the call, one sample a second, for the call record.
     var estimateSummary = EstimateSummary()
+    /// Its call quality, judged once a second (`RoomCore+Quality`).
+    var quality = CallQuality()
+    /// When its last audio packet arrived.
+    var lastAudioAt: MediaTime?
 
     init(callId: CallID, userId: UserID, displayName: String?, joinedAt: Date, transport: PeerTransport,
          ufrag: String, audio: ParticipantAudio, video: ParticipantVideo, answer: AnswerSource) {

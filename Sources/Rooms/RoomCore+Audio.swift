@@ -41,6 +41,7 @@ extension RoomCore {
         // would share the jitter buffer's storage, and the insert would then copy all of it.
         guard let participant = participants[callId], participant.audio.payloadType == header.payloadType.rawValue
         else { return }
+        participant.lastAudioAt = now
         if participant.audio.remoteSSRC != header.ssrc {
             participant.audio.remoteSSRC = header.ssrc
             if let handle = mixer.handle(for: callId) { _ = mixer.setSSRC(header.ssrc, for: handle) }

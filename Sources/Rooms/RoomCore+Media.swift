@@ -31,6 +31,7 @@ extension RoomCore {
     public func tick(now time: MediaTime, into output: inout RoomOutput) {
         step(at: time, &output) {
             let due = tickGrid.advance(at: time)
+            roomLoad.note(dueTicks: due.count)
             for index in 0..<due.count {
                 audioTicksDue &+= 1
                 if let every = media?.faults.skipEveryNthAudioTick, every > 1, audioTicksDue % UInt64(every) == 0 {
@@ -40,6 +41,7 @@ extension RoomCore {
             }
             videoTick(now: time)
             pollTransports(now: time)
+            qualityTick(now: time)
         }
     }
 
@@ -145,6 +147,7 @@ extension RoomCore {
         ]
         if !participant.video.slots.isEmpty { ended["slots"] = participant.slotsRecord }
         if let downlink = participant.downlinkRecord { ended["downlink"] = downlink }
+        ended["quality"] = participant.quality.summary
         recordLayerSwitches(of: participant)
         emit(.participantEnded, ended)
         // The leave is on the event stream; now the peer hears it too (BYE, close_notify),

@@ -44,6 +44,10 @@ public final class RoomCore {
     public internal(set) var laneFanOuts: UInt64 = 0
     /// Audio ticks that came due (for `RoomFaults`).
     var audioTicksDue: UInt64 = 0
+    /// The once-a-second quality evaluation (`RoomCore+Quality`): when it is next due, and the
+    /// room's own load (ticks that came due late in the last seconds).
+    var nextQualityAt: MediaTime?
+    var roomLoad = RoomLoad()
     /// Participants in the order they joined: the slot order of publishers nobody pinned.
     var joinOrder: [CallID] = []
     /// The same participants, in the same order: what the per-tick scans walk, so that a

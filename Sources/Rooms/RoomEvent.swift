@@ -40,6 +40,8 @@ public enum RoomEventName: String, CaseIterable, Sendable {
     case talkingStopped = "talking.stopped"
     case speakerDominant = "speaker.dominant"
     case roomClosed = "room.closed"
+    case callQualityWarning = "call.quality.warning"
+    case callQualityRecovered = "call.quality.recovered"
 }
 
 /// Something that happened in a room, as the events stream (SSE) and the call-record writer

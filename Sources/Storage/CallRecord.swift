@@ -45,6 +45,10 @@ public struct CallRecord: Codable, Sendable, Equatable, FetchableRecord, Mutable
 public enum CallChange: Sendable, Equatable {
     case established(callId: String, at: Date)
     case ended(callId: String, at: Date, cause: String?, serverStats: String?)
+    /// An event that changes no record but goes out as a webhook (call quality), with its
+    /// body; written in order with the call changes around it. The application is found by
+    /// its key, so a room-wide event (no call) is written too.
+    case webhookEvent(WebhookEventChange)
 
     /// The change applied to a stored call.
     public func apply(to call: inout CallRecord) {
@@ -57,13 +61,38 @@ public enum CallChange: Sendable, Equatable {
             call.endedAt = time
             call.endCause = cause
             call.serverStats = stats
+        case .webhookEvent:
+            break
         }
     }
 
     public var callId: String {
         switch self {
         case .established(let callId, _), .ended(let callId, _, _, _): callId
+        case .webhookEvent(let event): event.callId ?? ""
         }
+    }
+}
+
+/// A webhook event the rooms raise (not a state change): see `CallChange.webhookEvent`.
+public struct WebhookEventChange: Sendable, Equatable {
+    public var eventId: String
+    public var applicationKey: String
+    public var roomId: String
+    public var callId: String?
+    public var type: String
+    public var body: String
+    public var at: Date
+
+    public init(eventId: String, applicationKey: String, roomId: String, callId: String?, type: String, body: String,
+                at: Date) {
+        self.eventId = eventId
+        self.applicationKey = applicationKey
+        self.roomId = roomId
+        self.callId = callId
+        self.type = type
+        self.body = body
+        self.at = at
     }
 }
 
@@ -126,6 +155,15 @@ extension SQLiteStore {
     public func recordCallChanges(_ changes: [CallChange]) async throws(StorageError) {
         try await write { db in
             for change in changes {
+                if case .webhookEvent(let event) = change {
+                    try db.execute(sql: """
+                        INSERT INTO "webhookEvent"("eventId", "applicationId", "roomId", "type", "subject", "body",
+                                                   "createdAt", "fannedOut")
+                        SELECT ?, "id", ?, ?, ?, ?, ?, FALSE FROM "application" WHERE "key" = ?
+                        """, arguments: [event.eventId, event.roomId, event.type, event.callId, event.body, event.at,
+                                         event.applicationKey])
+                    continue
+                }
                 guard var call = try CallRecord.filter(Column("callId") == change.callId).fetchOne(db) else { continue }
                 change.apply(to: &call)
                 try call.update(db)

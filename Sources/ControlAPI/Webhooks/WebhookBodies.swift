@@ -100,10 +100,14 @@ enum WebhookBodies {
     }
 
     static func encode<Data: Encodable>(_ event: WebhookEventRecord, _ data: Data) -> String {
+        encode(type: event.type, at: event.createdAt, data: data)
+    }
+
+    static func encode<Data: Encodable>(type: String, at time: Date, data: Data) -> String {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let envelope = Envelope(type: event.type, timestamp: event.createdAt, data: data)
+        let envelope = Envelope(type: type, timestamp: time, data: data)
         return (try? encoder.encode(envelope)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
     }
 }
