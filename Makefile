@@ -23,7 +23,7 @@ SHELL := /bin/bash
 # servers that the storage tests (Sources/ChorusTestSupport/PostgresTestServer.swift) and the
 # interop tests (Tests/Interop/postgres.py) start in a temporary folder, as `nobody` under root.
 # Debian's own cluster on port 5432 is not used (and does not start on a machine without systemd).
-APT_PACKAGES := libopus-dev libvpx-dev libsrtp2-dev libssl-dev libsqlite3-dev pkg-config chromium janus iproute2 curl coturn nftables socat firefox-esr postgresql \
+APT_PACKAGES := libopus-dev libvpx-dev libsrtp2-dev libssl-dev libsqlite3-dev pkg-config chromium janus iproute2 curl coturn nftables socat firefox-esr postgresql opus-tools \
 	gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-nice \
 	python3-gi gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0 gir1.2-gst-plugins-bad-1.0
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -32,7 +32,7 @@ PY := $(VENV)/bin/python
 HTTP_PORT ?= 8080
 OUTPUT := test-output
 
-.PHONY: run test deps venv build build-release unit interop tsan bench bench-compare bench-cluster bench-lanes bench-mouth-to-ear fuzz fuzz-smoke fuzz-campaign bench-build soak clean
+.PHONY: run test deps venv build build-release unit interop tsan bench bench-thresholds bench-instructions bench-compare bench-cluster bench-lanes bench-mouth-to-ear fuzz fuzz-smoke fuzz-campaign bench-build soak clean
 
 run: deps build-release
 	.build/release/chorus serve --db ./chorus.sqlite --demo --http-port $(HTTP_PORT)
@@ -87,8 +87,26 @@ tsan: deps
 	TSAN_OPTIONS="halt_on_error=1 $(TSAN_EXTRA)" swift test --sanitize=thread --scratch-path $(TSAN_SCRATCH)
 
 # Benchmarks build in their own scratch folder: the manifest differs with CHORUS_BENCHMARKS set.
+# `make bench` runs them once, prints each one's wall-clock p90 and allocations, and checks the
+# allocations (p90) against Benchmarks/Thresholds (Benchmarks/check_allocations.py): more than
+# the stored count + 2 fails. Times are reported, never checked: this machine is too noisy.
+BENCH = CHORUS_BENCHMARKS=1 swift package --scratch-path .build-bench --disable-sandbox --allow-writing-to-package-directory
+BENCH_TARGETS = --target MediaPath --target ControlPlane
 bench: deps
-	CHORUS_BENCHMARKS=1 swift package --scratch-path .build-bench --disable-sandbox benchmark
+	rm -rf bench-output/bench && mkdir -p bench-output/bench
+	$(BENCH) benchmark thresholds update --path bench-output/bench $(BENCH_TARGETS)
+	python3 Benchmarks/check_allocations.py bench-output/bench Benchmarks/Thresholds
+
+# Stores each benchmark's allocations (p90) as its threshold (Benchmarks/Thresholds, in git).
+bench-thresholds: deps
+	$(BENCH) benchmark thresholds update --path Benchmarks/Thresholds $(BENCH_TARGETS)
+	python3 -c 'import glob, json; [json.dump({"mallocCountTotal": json.load(open(f))["mallocCountTotal"]}, open(f, "w"), indent=2) for f in glob.glob("Benchmarks/Thresholds/*.json")]'
+
+# Instructions and allocations of one audio tick (rooms of 40 and 1,000) and one forwarded video
+# packet, counted by callgrind: repeatable on this noisy machine (Benchmarks/Instructions/count.sh).
+bench-instructions: deps
+	@dpkg -s valgrind >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq valgrind; }
+	Benchmarks/Instructions/count.sh
 
 # Part of `make test` (so CI builds them and they cannot rot): the benchmark executables, debug,
 # in the test build's own folder. The extra targets leave the other modules' compile commands
@@ -99,6 +117,7 @@ bench-build: deps
 	CHORUS_BENCHMARKS=1 swift build --product MediaPath
 	CHORUS_BENCHMARKS=1 swift build --product ControlPlane
 	CHORUS_BENCHMARKS=1 swift build --product ForwardProfile
+	CHORUS_BENCHMARKS=1 swift build --product TickProfile
 
 # Chorus and Janus 1.1.2 (Debian's janus: AudioBridge) under the same `chorus load` scenarios, in
 # one run on this machine; Janus in a network namespace the script creates (root: ip netns).

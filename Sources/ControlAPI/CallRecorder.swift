@@ -41,7 +41,15 @@ public final class CallRecorder: Service, Sendable {
     public var observer: RoomEventObserver {
         let pending = self.pending
         let continuation = self.continuation
+        let database = self.database
         return { key, event in
+            if event.name == "recording.failed", case .string(let id)? = event.fields["recordingId"] {
+                let error: String? = if case .string(let text)? = event.fields["error"] { text } else { nil }
+                Task {
+                    _ = try? await database.endRecording(recordingId: id, RecordingEnd(
+                        state: "failed", at: event.time, durationMilliseconds: nil, bytes: nil, error: error))
+                }
+            }
             guard let change = Self.change(for: event) ?? Self.webhookChange(for: event, in: key) else { return }
             pending.withLockedValue { $0.append(change) }
             continuation.yield()

@@ -20,6 +20,8 @@ public struct ControlAPIConfiguration: Sendable {
     /// Lets webhook endpoints (and other outbound destinations) be loopback, private or
     /// link-local addresses (`--webhooks-allow-private`): for tests and trusted networks only.
     public var allowPrivateOutbound = false
+    /// Where recordings are written (`--recordings-dir`).
+    public var recordingsDirectory = "recordings"
 
     public init() {}
 }
@@ -113,6 +115,7 @@ public final class ControlAPI: Sendable {
         addEventRoutes(authenticated, &routes)
         addNodeRoutes(authenticated, &routes)
         addWebhookRoutes(authenticated, &routes)
+        addRecordingRoutes(authenticated, &routes)
         routes.addMethodNotAllowed(to: router)
         return router
     }

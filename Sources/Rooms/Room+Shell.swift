@@ -20,6 +20,7 @@ extension Room {
         for change in output.routing { apply(change) }
         if !output.transmits.isEmpty { media?.sink.send(batch: output.transmits) }
         sendLaneBatches()
+        writeRecording()
         output.removeAll()
         if core.activeCount == 0, let timer {
             timer.cancel()

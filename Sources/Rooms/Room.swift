@@ -32,6 +32,8 @@ public actor Room {
     /// The router's handle on each participant (hops datagrams onto this room's queue).
     var connections: [CallID: ParticipantConnection] = [:]
     var timer: (any DispatchSourceTimer)?
+    /// The recording's file while one runs (`Room+Recording`).
+    var recordingFile: RecordingFile?
 
     public init(key: RoomKey, settings: RoomSettings, logger: Logger, media: MediaEnvironment? = nil,
                 observer: RoomEventObserver? = nil) {

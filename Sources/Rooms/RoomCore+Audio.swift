@@ -81,6 +81,7 @@ extension RoomCore {
             send(mix, key: key, now: now)
         }
         encoders.retain(live)
+        recordTick()
         for event in tick.events { emitAudioEvent(event, now: now) }
     }
 
@@ -101,7 +102,9 @@ extension RoomCore {
 
     private func send(_ mix: AudioMixerTick<CallID>.Mix, key: MixEncoders.Key, now: MediaTime) {
         let recipients = mix.recipients.filter { participants[$0]?.state == .established }
-        guard !recipients.isEmpty else { return }
+        // The recording takes the full mix even when nobody else does.
+        let recorded = key == .full && recording != nil
+        guard !recipients.isEmpty || recorded else { return }
         if mix.isSilent {
             for id in recipients {
                 participants[id]?.audio.outbound.skipFrame()
@@ -110,6 +113,7 @@ extension RoomCore {
             return
         }
         if let relayed = relayablePayload(of: mix) {
+            if recorded { recording?.tickPacket = relayed }
             relayed.withUnsafeBytes { deliver($0, mix: mix, to: recipients, relayed: true, now: now) }
             return
         }
@@ -135,6 +139,7 @@ extension RoomCore {
             encoders.fullPayload.removeAll(keepingCapacity: true)
             encoders.fullPayload.append(contentsOf: encoders.payload[0..<length])
             encoders.fullSources = mix.contributingSources
+            if recorded { recording?.tickPacket = encoders.fullPayload }
         }
         encoders.payload.withUnsafeBytes {
             deliver(UnsafeRawBufferPointer(rebasing: $0[0..<length]), mix: mix, to: recipients, relayed: false, now: now)

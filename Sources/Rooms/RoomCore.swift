@@ -47,6 +47,8 @@ public final class RoomCore {
     /// The once-a-second quality evaluation (`RoomCore+Quality`): when it is next due, and the
     /// room's own load (ticks that came due late in the last seconds).
     var nextQualityAt: MediaTime?
+    /// The recording of the full mix in progress (`RoomCore+Recording`).
+    var recording: RoomRecording?
     var roomLoad = RoomLoad()
     /// Participants in the order they joined: the slot order of publishers nobody pinned.
     var joinOrder: [CallID] = []

@@ -18,16 +18,22 @@ public struct RoomOutput {
     public var events: [RoomCoreEvent] = []
     /// Routing-table changes for the media port.
     public var routing: [RoutingChange] = []
+    /// Bytes to append to the room's recording file, in order (`RoomCore+Recording`).
+    public var recordingWrites: [[UInt8]] = []
 
     public init() {}
 
     public var isEmpty: Bool {
         transmits.isEmpty && events.isEmpty && routing.isEmpty && laneTransmits.allSatisfy(\.isEmpty)
+            && recordingWrites.isEmpty
     }
 
     /// Every datagram of the step, `transmits` then the lanes' batches (for tests and tools;
     /// the shell sends the batches in parallel).
     public var allTransmits: [Transmit] { transmits + laneTransmits.joined() }
+
+    /// How many datagrams the step sent, lanes included (without gathering them).
+    public var transmitCount: Int { laneTransmits.reduce(transmits.count) { $0 + $1.count } }
 
     /// Makes at least `count` lane batches available.
     mutating func prepareLanes(_ count: Int) {
@@ -40,6 +46,7 @@ public struct RoomOutput {
         transmits.removeAll(keepingCapacity: true)
         events.removeAll(keepingCapacity: true)
         routing.removeAll(keepingCapacity: true)
+        recordingWrites.removeAll(keepingCapacity: true)
     }
 }
 

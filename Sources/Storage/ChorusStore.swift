@@ -12,7 +12,7 @@ import Foundation
 ///   concurrent callers (on any connection, from any process) cannot both pass the check;
 /// - every failure is a `StorageError`: `.unavailable` when the database cannot answer (down,
 ///   busy, too slow), which the API turns into a 503 with `Retry-After`.
-public protocol ChorusStore: ClusterStore, WebhookStore, AnyObject, Sendable {
+public protocol ChorusStore: ClusterStore, WebhookStore, RecordingStore, AnyObject, Sendable {
     /// Where the data lives, safe to log (a file path, or a URL without its password).
     var location: String { get }
 

@@ -53,6 +53,8 @@ struct Serve: AsyncParsableCommand {
     var demo = false
     @Flag(help: "Allow webhook endpoints on loopback, private and link-local addresses; tests and trusted networks only (env CHORUS_WEBHOOKS_ALLOW_PRIVATE=1).")
     var webhooksAllowPrivate = false
+    @Option(help: "Folder for recordings, one Ogg Opus file per recording under <application>/<room>/ (env CHORUS_RECORDINGS_DIR, default ./recordings).")
+    var recordingsDir: String?
     @Option(help: "on: this node posts the webhook outbox (any node may; they share it); off: it only writes events, e.g. for API contract tests (env CHORUS_WEBHOOK_DELIVERY, default on).")
     var webhookDelivery: String?
     @OptionGroup var database: DatabaseOption
@@ -133,6 +135,7 @@ struct Serve: AsyncParsableCommand {
         let rate = rateLimit ?? environment("RATE_LIMIT").flatMap { Double($0) } ?? 100
         config.rateLimitPerSecond = rate > 0 ? rate : nil
         config.allowPrivateOutbound = webhooksAllowPrivate || environment("WEBHOOKS_ALLOW_PRIVATE") == "1"
+        config.recordingsDirectory = recordingsDir ?? environment("RECORDINGS_DIR") ?? "recordings"
         let delivery = webhookDelivery ?? environment("WEBHOOK_DELIVERY") ?? "on"
         guard delivery == "on" || delivery == "off" else {
             throw ValidationError("--webhook-delivery must be on or off, not \(delivery)")
@@ -145,6 +148,10 @@ struct Serve: AsyncParsableCommand {
                                   logger: Logger(label: "chorus.cluster"))
         let api = try await ControlAPI(database: db, registry: registry, cluster: cluster, configuration: config,
                                        prometheus: Observability.prometheus())
+        // Recordings this node was making when it stopped or died: their files play up to their
+        // last second; they are "interrupted" (and told as recording.ready).
+        let interrupted = try await db.interruptRecordings(nodeId: identity.nodeId, at: Date())
+        if interrupted > 0 { logger.info("recordings interrupted by the last stop", metadata: ["count": "\(interrupted)"]) }
         await cluster.setDrainHandler {
             // Asked to drain through the API: not ready, rooms run until empty or the deadline.
             api.beginDraining()

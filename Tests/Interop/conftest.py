@@ -122,6 +122,8 @@ class ChorusServer:
             # a test's own addresses replace the default rather than add to it).
             *([] if "--media-host" in self.extra_args else ["--media-host", "127.0.0.1"]),
             *([] if "--public-ip" in self.extra_args else ["--public-ip", "127.0.0.1"]),
+            # Recordings next to the test's log, never in the repository.
+            *([] if "--recordings-dir" in self.extra_args else ["--recordings-dir", str(Path(self.log_path).parent / "recordings")]),
             *self.extra_args,
         ]
         self.starts += 1

@@ -63,7 +63,10 @@ extension MixerEngine {
         // Planned on a local value, so the closure may read `self`.
         var plan = MixPlan<Int>()
         swap(&plan, &self.plan)
-        plan.update(speakers: selection.speakers, listenerCount: listeners.count) { participants[$0].receivesAudio }
+        // A recording hears the full mix even when nobody else does (everyone a speaker).
+        plan.update(speakers: selection.speakers, listenerCount: listeners.count + (alwaysMixFull ? 1 : 0)) {
+            participants[$0].receivesAudio
+        }
         swap(&plan, &self.plan)
     }
 

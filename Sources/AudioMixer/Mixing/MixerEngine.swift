@@ -70,6 +70,8 @@ struct MixerEngine: Sendable {
     }
 
     private(set) var configuration: AudioMixerConfiguration
+    /// Produce the full mix every tick, listeners or not (the room is recorded or forwarded).
+    var alwaysMixFull = false
     var participants: [ParticipantState] = []
     var freeSlots: [Int] = []
     var selection: SpeakerSelection<Int>

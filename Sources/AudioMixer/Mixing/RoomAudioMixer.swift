@@ -44,6 +44,13 @@ public struct RoomAudioMixer<ID: Hashable & Sendable>: Sendable {
 
     public var configuration: Configuration { engine.configuration }
 
+    /// Whether the full mix is produced every tick even when every participant is a speaker
+    /// (a recording or an RTP forward of the room takes it).
+    public var alwaysMixFull: Bool {
+        get { engine.alwaysMixFull }
+        set { engine.alwaysMixFull = newValue }
+    }
+
     /// Changes the number of mixed speakers (0…32) from the next tick on; speakers beyond a
     /// lowered limit leave the mix at once (quietest first), and their minus-one mixes with it.
     public mutating func setMixedSpeakers(_ count: Int) {

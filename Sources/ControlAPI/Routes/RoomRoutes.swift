@@ -81,6 +81,12 @@ extension ControlAPI {
         }
         group.route(&routes, .delete, "/v1/rooms/{roomId}") { _, context in
             let (app, record) = try await self.openRoom(context)
+            // A recording running here ends with the room: its file finished, its state stored.
+            if let key = app.applicationKey, let id = try? RoomID(validating: record.roomId),
+               let room = await self.registry.room(for: RoomKey(application: key, room: id)),
+               let active = await room.activeRecordingId, let recording = try await self.database.recording(recordingId: active) {
+                _ = try await self.stopRecording(room, recording)
+            }
             _ = try await self.database.closeRoom(applicationId: record.applicationId, roomId: record.roomId,
                                                   at: self.now())
             if let key = app.applicationKey, let id = try? RoomID(validating: record.roomId) {

@@ -10,7 +10,7 @@ enum WebhookBodies {
     /// The event types an endpoint may ask for.
     static let types: Set<String> = [
         "room.started", "room.ended", "participant.joined", "participant.left", "call.ended",
-        "call.quality.warning", "call.quality.recovered", "recording.ready", "statistics.uploaded",
+        "call.quality.warning", "call.quality.recovered", "recording.ready", "recording.failed", "statistics.uploaded",
     ]
 
     struct Envelope<Data: Encodable>: Encodable {
@@ -76,6 +76,9 @@ enum WebhookBodies {
         case "call.ended":
             guard let call = try await database.call(callId: subject) else { return nil }
             return encode(event, CallResponse(call))
+        case "recording.ready", "recording.failed":
+            guard let recording = try await database.recording(recordingId: subject) else { return nil }
+            return encode(event, RecordingResponse(recording))
         case "statistics.uploaded":
             guard let row = Int64(subject), let upload = try await database.statisticsUpload(rowId: row) else { return nil }
             return encode(event, UploadData(statisticsId: upload.statisticsId, callId: upload.callId,

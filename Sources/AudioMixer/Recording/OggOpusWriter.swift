@@ -1,0 +1,107 @@
+/// Ogg Opus (RFC 7845 over RFC 3533) from Opus packets that were already encoded: the room's
+/// mix as it is sent, with no second encode. A sans-IO value: `begin()` returns the two header
+/// pages, `append(_:)` takes one 20 ms packet (or nil: a tick without a packet, a DTX pause or
+/// a silent mix, which is filled with a cached silence packet so the timeline and the granule
+/// positions stay those of the room's clock), and every `packetsPerPage` packets a page comes
+/// out; `finish()` returns the last page, flagged end-of-stream. A reader of a file cut at any
+/// page boundary (a `kill -9`) still finds a valid, playable stream up to that page.
+public struct OggOpusWriter: Sendable {
+    /// libopus's encoder delay at 48 kHz (2.5 ms + 4 ms), the decoder's pre-skip.
+    public static let preSkip: UInt16 = 312
+    public static let samplesPerPacket: UInt64 = 960
+    /// 50 packets of 20 ms: one page a second, what the file may lose to a crash.
+    public let packetsPerPage: Int
+    private let serial: UInt32
+    private let silence: [UInt8]
+    private var sequence: UInt32 = 0
+    private var granule: UInt64 = 0
+    private var pending: [[UInt8]] = []
+    private var pendingLacing = 0
+    public private(set) var packets: UInt64 = 0
+
+    /// `silence`: one Opus packet of 20 ms of silence (made once by the caller's encoder).
+    public init(serial: UInt32, silence: [UInt8], packetsPerPage: Int = 50) {
+        self.serial = serial
+        self.silence = silence
+        self.packetsPerPage = max(1, packetsPerPage)
+    }
+
+    /// Seconds of audio written so far (pre-skip excluded).
+    public var duration: Double {
+        Double(max(0, Int64(granule) - Int64(Self.preSkip))) / 48_000
+    }
+
+    /// The identification header page (OpusHead, beginning of stream) and the comment header
+    /// page (OpusTags), each on a page of its own as RFC 7845 §3 requires.
+    public mutating func begin(vendor: String = "Chorus") -> [UInt8] {
+        var head: [UInt8] = Array("OpusHead".utf8) + [1, 1]
+        head += Self.littleEndian(UInt64(Self.preSkip), bytes: 2) + Self.littleEndian(48_000, bytes: 4) + [0, 0, 0]
+        var tags: [UInt8] = Array("OpusTags".utf8) + Self.littleEndian(UInt64(vendor.utf8.count), bytes: 4)
+        tags += Array(vendor.utf8) + Self.littleEndian(0, bytes: 4)
+        return page([head], granule: 0, flags: 0x02) + page([tags], granule: 0, flags: 0)
+    }
+
+    /// One tick's packet (nil: none this tick); a page when one is full.
+    public mutating func append(_ packet: [UInt8]?) -> [UInt8] {
+        let next = packet.map { $0.isEmpty ? silence : $0 } ?? silence
+        // A page holds at most 255 lacing values: a run of large packets closes it early.
+        var out: [UInt8] = []
+        if pendingLacing + next.count / 255 + 1 > 255 { out = page(pending, granule: granule, flags: 0) }
+        if !out.isEmpty { clearPending() }
+        pending.append(next)
+        pendingLacing += next.count / 255 + 1
+        packets += 1
+        granule += Self.samplesPerPacket
+        guard pending.count >= packetsPerPage else { return out }
+        out += page(pending, granule: granule, flags: 0)
+        clearPending()
+        return out
+    }
+
+    private mutating func clearPending() {
+        pending.removeAll(keepingCapacity: true)
+        pendingLacing = 0
+    }
+
+    /// The packets still pending on a last page flagged end-of-stream.
+    public mutating func finish() -> [UInt8] {
+        defer { clearPending() }
+        return page(pending, granule: granule, flags: 0x04)
+    }
+
+    /// One Ogg page (RFC 3533 §6): header, lacing values, the packets, and its CRC.
+    private mutating func page(_ packets: [[UInt8]], granule: UInt64, flags: UInt8) -> [UInt8] {
+        var lacing: [UInt8] = []
+        for packet in packets {
+            lacing += [UInt8](repeating: 255, count: packet.count / 255)
+            lacing.append(UInt8(packet.count % 255))
+        }
+        var bytes: [UInt8] = Array("OggS".utf8) + [0, flags]
+        bytes += Self.littleEndian(granule, bytes: 8) + Self.littleEndian(UInt64(serial), bytes: 4)
+        bytes += Self.littleEndian(UInt64(sequence), bytes: 4) + [0, 0, 0, 0, UInt8(lacing.count)] + lacing
+        for packet in packets { bytes += packet }
+        let crc = OggCRC.checksum(bytes)
+        for index in 0..<4 { bytes[22 + index] = UInt8(truncatingIfNeeded: crc >> (8 * index)) }
+        sequence &+= 1
+        return bytes
+    }
+
+    static func littleEndian(_ value: UInt64, bytes: Int) -> [UInt8] {
+        (0..<bytes).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) }
+    }
+}
+
+/// Ogg's CRC-32 (RFC 3533 §6): polynomial 0x04C11DB7, not reflected, initial value 0.
+enum OggCRC {
+    static let table: [UInt32] = (0..<256).map { index in
+        var value = UInt32(index) << 24
+        for _ in 0..<8 { value = value & 0x8000_0000 != 0 ? (value << 1) ^ 0x04C1_1DB7 : value << 1 }
+        return value
+    }
+
+    static func checksum(_ bytes: [UInt8]) -> UInt32 {
+        var crc: UInt32 = 0
+        for byte in bytes { crc = (crc << 8) ^ table[Int(((crc >> 24) ^ UInt32(byte)) & 0xFF)] }
+        return crc
+    }
+}
