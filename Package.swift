@@ -118,7 +118,7 @@ let package = Package(
         .target(
             name: "Rooms",
             dependencies: [
-                "ChorusCore", "PeerTransport", "SDP", "DTLS", "ICELite", "RTCP", "RTP", "AudioMixer", "VideoForwarder",
+                "ChorusCore", "PeerTransport", "SDP", "DTLS", "ICELite", "RTCP", "RTP", "SRTP", "AudioMixer", "VideoForwarder",
                 "CongestionControl",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -165,7 +165,7 @@ let package = Package(
         .target(
             name: "ControlAPI",
             dependencies: [
-                "ChorusCore", "Auth", "ICELite", "Rooms", "SDP", "Storage",
+                "ChorusCore", "Auth", "ICELite", "Rooms", "SDP", "SRTP", "Storage",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -20,6 +20,8 @@ public struct ControlAPIConfiguration: Sendable {
     /// Lets webhook endpoints (and other outbound destinations) be loopback, private or
     /// link-local addresses (`--webhooks-allow-private`): for tests and trusted networks only.
     public var allowPrivateOutbound = false
+    /// Off (`--outbound off`): this node starts no RTP forward (nor posts webhooks).
+    public var outboundEnabled = true
     /// Where recordings are written (`--recordings-dir`).
     public var recordingsDirectory = "recordings"
 
@@ -116,6 +118,7 @@ public final class ControlAPI: Sendable {
         addNodeRoutes(authenticated, &routes)
         addWebhookRoutes(authenticated, &routes)
         addRecordingRoutes(authenticated, &routes)
+        addForwarderRoutes(authenticated, &routes)
         routes.addMethodNotAllowed(to: router)
         return router
     }

@@ -97,3 +97,16 @@ extension Room {
                               at: clock.now()))
     }
 }
+
+extension Room {
+    /// Starts an RTP forward of the room's full mix (`RoomCore+Forwarding`).
+    public func addForwarder(_ request: ForwarderRequest) throws {
+        try core.addForwarder(request)
+        startTimerIfNeeded()
+    }
+
+    @discardableResult
+    public func removeForwarder(id: String) -> Bool { core.removeForwarder(id: id) }
+
+    public var forwarders: [ForwarderSnapshot] { core.forwarderSnapshots }
+}

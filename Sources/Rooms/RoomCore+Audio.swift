@@ -81,7 +81,11 @@ extension RoomCore {
             send(mix, key: key, now: now)
         }
         encoders.retain(live)
-        recordTick()
+        if tapsFullMix {
+            recordTick(fullMixTap)
+            forwardTick(fullMixTap)
+            fullMixTap = nil
+        }
         for event in tick.events { emitAudioEvent(event, now: now) }
     }
 
@@ -103,7 +107,7 @@ extension RoomCore {
     private func send(_ mix: AudioMixerTick<CallID>.Mix, key: MixEncoders.Key, now: MediaTime) {
         let recipients = mix.recipients.filter { participants[$0]?.state == .established }
         // The recording takes the full mix even when nobody else does.
-        let recorded = key == .full && recording != nil
+        let recorded = key == .full && tapsFullMix
         guard !recipients.isEmpty || recorded else { return }
         if mix.isSilent {
             for id in recipients {
@@ -113,7 +117,7 @@ extension RoomCore {
             return
         }
         if let relayed = relayablePayload(of: mix) {
-            if recorded { recording?.tickPacket = relayed }
+            if recorded { fullMixTap = relayed }
             relayed.withUnsafeBytes { deliver($0, mix: mix, to: recipients, relayed: true, now: now) }
             return
         }
@@ -139,7 +143,7 @@ extension RoomCore {
             encoders.fullPayload.removeAll(keepingCapacity: true)
             encoders.fullPayload.append(contentsOf: encoders.payload[0..<length])
             encoders.fullSources = mix.contributingSources
-            if recorded { recording?.tickPacket = encoders.fullPayload }
+            if recorded { fullMixTap = encoders.fullPayload }
         }
         encoders.payload.withUnsafeBytes {
             deliver(UnsafeRawBufferPointer(rebasing: $0[0..<length]), mix: mix, to: recipients, relayed: false, now: now)

@@ -10,8 +10,6 @@ import ChorusCore
 struct RoomRecording {
     let id: String
     var writer: OggOpusWriter
-    /// This tick's full-mix packet, set by `send` (nil: nothing was sent).
-    var tickPacket: [UInt8]?
 }
 
 /// Why a recording cannot start.
@@ -38,7 +36,7 @@ extension RoomCore {
         var writer = OggOpusWriter(serial: UInt32.random(in: 1...UInt32.max), silence: silence)
         let header = writer.begin()
         step(at: time, &output) {
-            recording = RoomRecording(id: id, writer: writer, tickPacket: nil)
+            recording = RoomRecording(id: id, writer: writer)
             mixer.alwaysMixFull = true
             self.output.recordingWrites.append(header)
         }
@@ -52,7 +50,7 @@ extension RoomCore {
             let last = active.writer.finish()
             self.output.recordingWrites.append(last)
             recording = nil
-            mixer.alwaysMixFull = false
+            mixer.alwaysMixFull = tapsFullMix
             return RecordingSummary(id: active.id, durationSeconds: active.writer.duration)
         }
     }
@@ -60,11 +58,10 @@ extension RoomCore {
     /// The recording's ID, while one runs.
     public var recordingId: String? { recording?.id }
 
-    /// At the end of each audio tick: the tick's packet (or silence) into the stream.
-    func recordTick() {
+    /// At the end of each audio tick: the tick's full-mix packet (or silence) into the stream.
+    func recordTick(_ packet: [UInt8]?) {
         guard var active = recording else { return }
-        let page = active.writer.append(active.tickPacket)
-        active.tickPacket = nil
+        let page = active.writer.append(packet)
         recording = active
         if !page.isEmpty { output.recordingWrites.append(page) }
     }

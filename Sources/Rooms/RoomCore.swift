@@ -49,6 +49,10 @@ public final class RoomCore {
     var nextQualityAt: MediaTime?
     /// The recording of the full mix in progress (`RoomCore+Recording`).
     var recording: RoomRecording?
+    /// RTP forwards of the full mix (`RoomCore+Forwarding`).
+    var forwarders: [MixForwarder] = []
+    /// This tick's full-mix packet when something takes it (a recording, a forward).
+    var fullMixTap: [UInt8]?
     var roomLoad = RoomLoad()
     /// Participants in the order they joined: the slot order of publishers nobody pinned.
     var joinOrder: [CallID] = []

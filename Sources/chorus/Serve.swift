@@ -55,8 +55,8 @@ struct Serve: AsyncParsableCommand {
     var webhooksAllowPrivate = false
     @Option(help: "Folder for recordings, one Ogg Opus file per recording under <application>/<room>/ (env CHORUS_RECORDINGS_DIR, default ./recordings).")
     var recordingsDir: String?
-    @Option(help: "on: this node posts the webhook outbox (any node may; they share it); off: it only writes events, e.g. for API contract tests (env CHORUS_WEBHOOK_DELIVERY, default on).")
-    var webhookDelivery: String?
+    @Option(help: "on: this node sends what applications ask for (it posts the shared webhook outbox, and starts RTP forwards); off: it sends nothing outbound, writing webhook events only and refusing forwards, e.g. for API contract tests (env CHORUS_OUTBOUND, default on).")
+    var outbound: String?
     @OptionGroup var database: DatabaseOption
 
     func run() async throws {
@@ -136,11 +136,12 @@ struct Serve: AsyncParsableCommand {
         config.rateLimitPerSecond = rate > 0 ? rate : nil
         config.allowPrivateOutbound = webhooksAllowPrivate || environment("WEBHOOKS_ALLOW_PRIVATE") == "1"
         config.recordingsDirectory = recordingsDir ?? environment("RECORDINGS_DIR") ?? "recordings"
-        let delivery = webhookDelivery ?? environment("WEBHOOK_DELIVERY") ?? "on"
-        guard delivery == "on" || delivery == "off" else {
-            throw ValidationError("--webhook-delivery must be on or off, not \(delivery)")
+        let outboundSetting = outbound ?? environment("OUTBOUND") ?? "on"
+        guard outboundSetting == "on" || outboundSetting == "off" else {
+            throw ValidationError("--outbound must be on or off, not \(outboundSetting)")
         }
-        let deliverWebhooks = delivery == "on"
+        let deliverWebhooks = outboundSetting == "on"
+        config.outboundEnabled = deliverWebhooks
         let webhooks = WebhookDispatcher(database: db, allowPrivateAddresses: config.allowPrivateOutbound,
                                          logger: Logger(label: "chorus.webhooks"))
         let identity = try nodeIdentity(httpPort: port, mediaPort: boundMedia, addresses: addresses)

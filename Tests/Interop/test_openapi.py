@@ -60,6 +60,8 @@ EXPECTED_OPERATIONS = {
     "/v1/nodes": {"get"},
     "/v1/nodes/{nodeId}/drain": {"post"},
     "/v1/rooms/{roomId}/recordings": {"get", "post"},
+    "/v1/rooms/{roomId}/forwarders": {"get", "post"},
+    "/v1/rooms/{roomId}/forwarders/{forwarderId}": {"delete"},
     "/v1/rooms/{roomId}/recordings/{recordingId}": {"delete"},
     "/v1/rooms/{roomId}/recordings/{recordingId}/file": {"get"},
     "/v1/webhooks": {"get", "post"},
@@ -104,8 +106,9 @@ def contract_server(chorus_server, insert_call):
             joined_at=now - dt.timedelta(minutes=5), established_at=now - dt.timedelta(minutes=5)),
         "progressing": insert_call(chorus_server, room_id="other-room", user_id="bob", joined_at=now),
     }
-    # Schemathesis may create webhook endpoints on any public address: this node sends nothing.
-    chorus_server.extra_args += ["--webhook-delivery", "off"]
+    # Schemathesis may create webhook endpoints and RTP forwards to any public address: this node
+    # sends nothing outbound.
+    chorus_server.extra_args += ["--outbound", "off"]
     chorus_server.start()
     chorus_server.calls = calls
     return chorus_server
