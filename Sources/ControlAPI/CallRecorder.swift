@@ -43,7 +43,7 @@ public final class CallRecorder: Service, Sendable {
         let continuation = self.continuation
         let database = self.database
         return { key, event in
-            if event.name == "recording.failed", case .string(let id)? = event.fields["recordingId"] {
+            if event.name == RoomEventName.recordingFailed.rawValue, case .string(let id)? = event.fields["recordingId"] {
                 let error: String? = if case .string(let text)? = event.fields["error"] { text } else { nil }
                 Task {
                     _ = try? await database.endRecording(recordingId: id, RecordingEnd(

@@ -93,7 +93,7 @@ extension Room {
         _ = file.close()
         recordingFile = nil
         logger.error("recording failed", metadata: ["recordingId": "\(id)", "error": "\(failure)"])
-        publish(RoomCoreEvent(name: "recording.failed", fields: ["recordingId": .string(id), "error": .string(failure)],
+        publish(RoomCoreEvent(name: RoomEventName.recordingFailed.rawValue, fields: ["recordingId": .string(id), "error": .string(failure)],
                               at: clock.now()))
     }
 }

@@ -42,6 +42,7 @@ public enum RoomEventName: String, CaseIterable, Sendable {
     case roomClosed = "room.closed"
     case callQualityWarning = "call.quality.warning"
     case callQualityRecovered = "call.quality.recovered"
+    case recordingFailed = "recording.failed"
 }
 
 /// Something that happened in a room, as the events stream (SSE) and the call-record writer
