@@ -99,8 +99,9 @@ bench: deps
 
 # Stores each benchmark's allocations (p90) as its threshold (Benchmarks/Thresholds, in git).
 bench-thresholds: deps
-	$(BENCH) benchmark thresholds update --path Benchmarks/Thresholds $(BENCH_TARGETS)
-	python3 -c 'import glob, json; [json.dump({"mallocCountTotal": json.load(open(f))["mallocCountTotal"]}, open(f, "w"), indent=2) for f in glob.glob("Benchmarks/Thresholds/*.json")]'
+	rm -rf bench-output/bench && mkdir -p bench-output/bench
+	$(BENCH) benchmark thresholds update --path bench-output/bench $(BENCH_TARGETS)
+	python3 Benchmarks/check_allocations.py --store bench-output/bench Benchmarks/Thresholds
 
 # Instructions and allocations of one audio tick (rooms of 40 and 1,000) and one forwarded video
 # packet, counted by callgrind: repeatable on this noisy machine (Benchmarks/Instructions/count.sh).

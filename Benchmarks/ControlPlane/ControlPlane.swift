@@ -3,11 +3,18 @@ import Benchmark
 import ChorusCore
 import Foundation
 
+/// What `make bench` checks: each benchmark's allocations (p90) against the figure stored in
+/// Benchmarks/Thresholds (`make bench-thresholds` rewrites them), with a slack of two; times are
+/// reported, never checked (this machine is too noisy for that).
+var allocationThresholds: [BenchmarkMetric: BenchmarkThresholds] {
+    [.mallocCountTotal: BenchmarkThresholds(absolute: [.p90: 2])]
+}
+
 /// Costs on the control plane's per-request paths: what every registration and every
 /// authenticated request pays before touching the database.
 let benchmarks: @Sendable () -> Void = {
     Benchmark.defaultConfiguration = .init(metrics: [.wallClock, .mallocCountTotal, .throughput],
-                                           maxDuration: .seconds(2))
+                                           maxDuration: .seconds(2), thresholds: allocationThresholds)
 
     let key = try! ApplicationKey(validating: "3414cb6d-9f4a-406a-a52e-b2ef14380668")
     let secret = "4/hSWjjY6CVZ/x3aJQFJVg=="
