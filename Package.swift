@@ -85,7 +85,7 @@ let package = Package(
         // One participant's connection: classify, ICE, DTLS, SRTP, RTCP reports.
         .target(
             name: "PeerTransport",
-            dependencies: ["ChorusCore", "STUN", "ICELite", "DTLS", "SRTP", "RTP", "RTCP", "CongestionControl"],
+            dependencies: ["ChorusCore", "STUN", "ICELite", "DTLS", "SRTP", "RTP", "RTCP", "CongestionControl", "AudioMixer"],
             swiftSettings: strict
         ),
 
@@ -189,7 +189,7 @@ let package = Package(
         // throwaway PostgreSQL server (Debian's binaries, started and removed by the tests).
         .target(
             name: "ChorusTestSupport",
-            dependencies: ["ChorusCore", "STUN", "ICELite", "DTLS", "SRTP", "RTP", "RTCP", "CongestionControl"],
+            dependencies: ["ChorusCore", "STUN", "ICELite", "DTLS", "SRTP", "RTP", "RTCP", "CongestionControl", "AudioMixer"],
             swiftSettings: strict
         ),
 

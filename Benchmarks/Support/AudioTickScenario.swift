@@ -21,14 +21,14 @@ public final class AudioTickScenario {
     public static let talkers = 3
     public let participants: Int
     let room: ConnectedRoom
-    private var microphones: [Microphone]
+    private var microphones: [PeerMicrophone]
     private var tickIndex = 0
 
     public init(participants: Int) throws {
         self.participants = max(participants, Self.talkers + 1)
         room = try ConnectedRoom(settings: RoomSettings(maxParticipants: self.participants, mixedSpeakers: 3, videoSlots: 0))
         microphones = try (0..<self.participants).map { index in
-            try Microphone(frequency: index < Self.talkers ? 300 + 200 * Double(index) : nil)
+            try PeerMicrophone(frequency: index < Self.talkers ? 300 + 200 * Double(index) : nil)
         }
         for index in 0..<self.participants {
             let peer = try ClientPeer(name: "p\(index)", port: UInt16(20_000 + index), fixture: "aiortc-audio-only.sdp",
@@ -38,9 +38,9 @@ public final class AudioTickScenario {
             // room's time, so 1,000 take 20 s): everyone joined sends a packet every 50 joins.
             if index % 50 == 49 {
                 for sender in 0...index {
-                    if let datagram = microphones[sender].nextPacket(from: room.peers[sender]) {
-                        _ = room.receive(datagram, from: room.peers[sender], callId: ConnectedRoom.callID(index: sender),
-                                         after: 0)
+                    if let transmit = microphones[sender].nextPacket(from: room.peers[sender]) {
+                        _ = room.receive(transmit.datagram, from: room.peers[sender],
+                                         callId: ConnectedRoom.callID(index: sender), after: 0)
                     }
                 }
             }
@@ -59,9 +59,15 @@ public final class AudioTickScenario {
         (0..<count).map { _ in
             defer { tickIndex += 1 }
             var packets: TickPackets = []
-            for index in microphones.indices where index < Self.talkers || (index + tickIndex) % 20 == 0 {
-                if let datagram = microphones[index].nextPacket(from: room.peers[index]) {
-                    packets.append((index, datagram))
+            // Talkers send every tick; the others one packet in 20, as Opus DTX does (the
+            // timestamp moves on, the sequence number does not).
+            for index in microphones.indices {
+                guard index < Self.talkers || (index + tickIndex) % 20 == 0 else {
+                    microphones[index].skipFrame()
+                    continue
+                }
+                if let transmit = microphones[index].nextPacket(from: room.peers[index]) {
+                    packets.append((index, transmit.datagram))
                 }
             }
             return packets
@@ -81,34 +87,5 @@ public final class AudioTickScenario {
                                  after: 0)
         }
         return sent + room.tick()
-    }
-
-    /// A peer's microphone: a tone, or silence, Opus-encoded as aiortc sends it (payload type
-    /// 96, the level in extension 2). A silent one advances its timestamp as DTX does.
-    struct Microphone {
-        var tone: TestTone?
-        let encoder: OpusEncoder
-        var sequenceNumber: UInt16 = 1_000
-        var timestamp: UInt32 = 50_000
-        var payload = [UInt8](repeating: 0, count: 1_500)
-
-        init(frequency: Double?) throws {
-            tone = frequency.map { TestTone(frequency: $0, amplitude: 0.3) }
-            encoder = try OpusEncoder()
-        }
-
-        mutating func nextPacket(from peer: ClientPeer) -> [UInt8]? {
-            let pcm = tone?.nextFrame() ?? [Int16](repeating: 0, count: 960)
-            let length = pcm.withUnsafeBufferPointer { samples in
-                payload.withUnsafeMutableBufferPointer { (try? encoder.encode(samples, into: $0)) ?? 0 }
-            }
-            let level: UInt8 = tone == nil ? 127 : 14
-            let fields = RTPHeaderFields(
-                payloadType: PayloadType(masking: 96), sequenceNumber: sequenceNumber, timestamp: timestamp,
-                ssrc: SSRC(peer.audioSSRC), extensions: [RTPHeaderExtensionElement(id: 2, value: .bytes([0x80 | level]))])
-            sequenceNumber &+= 1
-            timestamp &+= tone == nil ? 960 * 20 : 960
-            return peer.rtp(fields, payload: Array(payload[0..<length]))?.datagram
-        }
     }
 }
