@@ -1,7 +1,8 @@
 """Recording the room's full mix (issue 19, item 3): three aiortc talkers with three tones; a
 20 s recording decodes with Debian's opus-tools (`opusinfo`, `opusdec`), lasts 20 s ± 1 %, and
 its FFT shows the three tones. A recording cut by `kill -9` still decodes up to its last second,
-and the restarted server calls it interrupted. Starting a second recording is 409."""
+and the restarted server calls it interrupted. Starting a second recording is 409. A full disk
+stops the recording with `recording.failed` while the room goes on."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 import numpy
 
 from conftest import ChorusServer
-from peers import ThreadedPeer
+from peers import EventStream, ThreadedPeer
 from test_audio_mix import tone_db
 from test_join_aiortc import participant
 
@@ -105,3 +106,41 @@ def test_a_recording_cut_by_kill_9_still_decodes(chorus_bin, tmp_path):
             peer.close()
         if server.running:
             assert server.stop() == 0
+
+
+def test_a_full_disk_stops_the_recording_and_the_room_goes_on(chorus_bin, tmp_path):
+    """The recordings folder on a 24 KB tmpfs: the file fills it within seconds, the recording
+    stops with `recording.failed` (event stream and record), and the room keeps its calls."""
+    disk = tmp_path / "tiny"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24k", "tmpfs", str(disk)], check=True, timeout=20)
+    server = ChorusServer(chorus_bin, tmp_path / "chorus.sqlite", tmp_path / "chorus.log",
+                          extra_args=["--recordings-dir", str(disk)])
+    peers: list[ThreadedPeer] = []
+    events = None
+    try:
+        server.start()
+        peers, calls = talkers(server, "full")
+        events = EventStream(server.url("/v1/rooms/full/events"), auth=server.auth)
+        recording = server.request("POST", "/v1/rooms/full/recordings").json()
+        failed = events.wait_for(lambda e: e["type"] == "recording.failed", timeout=30)
+        assert failed["recordingId"] == recording["recordingId"] and failed["error"], failed
+        deadline = time.monotonic() + 5
+        state = None
+        while time.monotonic() < deadline:
+            state = server.request("GET", "/v1/rooms/full/recordings").json()["recordings"][0]
+            if state["state"] == "failed":
+                break
+            time.sleep(0.2)
+        assert state and state["state"] == "failed" and state["error"], state
+        # The room goes on: every call still established, media still flowing.
+        time.sleep(1)
+        assert all(participant(server, "full", c)["state"] == "established" for c in calls)
+    finally:
+        if events is not None:
+            events.close()
+        for peer in peers:
+            peer.close()
+        if server.running:
+            assert server.stop() == 0
+        subprocess.run(["umount", str(disk)], timeout=20)
