@@ -2,7 +2,8 @@ import ChorusCore
 import Foundation
 
 /// One participant's call quality, judged once a second from what the room measures: the
-/// loss of its incoming audio over the last `window` seconds, the jitter its jitter buffer
+/// loss of its incoming audio over the last `window` seconds (uplink) and the loss its own
+/// receiver reports of the mix we send it (downlink, RTCP RR), the jitter its jitter buffer
 /// sees, the round-trip time from RTCP, and whether its audio or camera stopped. Each kind of
 /// warning has a trigger and a (stricter) recover threshold and must stay recovered for
 /// `recoverSeconds` before it is called recovered (hysteresis: a link at the threshold does
@@ -10,7 +11,16 @@ import Foundation
 /// record keeps. Driven by `RoomCore.qualityTick`; a sans-IO value.
 struct CallQuality {
     enum Warning: String, CaseIterable, Sendable {
-        case highPacketLoss, highJitter, highRtt, noAudioReceived, videoFrozen
+        case highPacketLoss, highDownlinkLoss, highJitter, highRtt, noAudioReceived, videoFrozen
+
+        /// The name told to applications, and the direction it concerns.
+        var name: (warning: String, direction: String) {
+            switch self {
+            case .highDownlinkLoss: ("highPacketLoss", "downlink")
+            case .highPacketLoss, .highJitter, .noAudioReceived, .videoFrozen: (rawValue, "uplink")
+            case .highRtt: (rawValue, "both")
+            }
+        }
     }
 
     /// What one second's evaluation saw.
@@ -18,6 +28,8 @@ struct CallQuality {
         var packetsReceived: Int
         var packetsLost: Int
         var jitterMs: Double
+        /// The loss the participant's receiver last reported of the mix we send it, percent.
+        var downlinkLossPercent: Double? = nil
         var roundTripMs: Double?
         var jitterBufferDelayMs: Double
         /// Seconds since its last audio packet (nil: none yet), and whether it should be sending.
@@ -37,7 +49,7 @@ struct CallQuality {
     static let recoverSeconds = 3
     /// (trigger, recover): loss in percent, jitter and RTT in ms, silences in seconds.
     static let thresholds: [Warning: (trigger: Double, recover: Double)] = [
-        .highPacketLoss: (5, 2), .highJitter: (40, 25), .highRtt: (400, 300),
+        .highPacketLoss: (5, 2), .highDownlinkLoss: (5, 2), .highJitter: (40, 25), .highRtt: (400, 300),
         .noAudioReceived: (3, 1), .videoFrozen: (3, 1),
     ]
 
@@ -59,6 +71,7 @@ struct CallQuality {
         if history.count > Self.window + 1 { history.removeFirst() }
         var values: [Warning: Double] = [:]
         if let loss = lossPercent() { values[.highPacketLoss] = loss }
+        if let loss = sample.downlinkLossPercent { values[.highDownlinkLoss] = loss }
         if sample.packetsReceived > 0 { values[.highJitter] = sample.jitterMs }
         if let rtt = sample.roundTripMs { values[.highRtt] = rtt }
         if sample.expectsAudio { values[.noAudioReceived] = sample.secondsSinceAudio ?? Double(seconds) }
@@ -113,7 +126,8 @@ struct CallQuality {
         }
         var warnings: [String: EventField] = [:]
         for (warning, count) in counts {
-            warnings[warning.rawValue] = .object(["count": .int(count), "seconds": .int(activeSeconds[warning] ?? 0)])
+            let key = warning == .highDownlinkLoss ? "highPacketLossDownlink" : warning.rawValue
+            warnings[key] = .object(["count": .int(count), "seconds": .int(activeSeconds[warning] ?? 0)])
         }
         fields["warnings"] = .object(warnings)
         return .object(fields)

@@ -18,6 +18,8 @@ struct ParticipantAudio {
     var lastLevel: (level: SSRCAudioLevel, at: MediaTime)?
     /// Fraction of our packets the participant reports lost (RTCP RR), 0–100.
     var reportedLossPercent = 0
+    /// Whether its receiver has reported on our mix at all (RTCP RR).
+    var receivedReport = false
     var talking = false
     var talkTicks: UInt64 = 0
     var levelSum: Double = 0

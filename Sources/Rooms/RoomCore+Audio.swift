@@ -61,6 +61,7 @@ extension RoomCore {
         let ours = participant.audio.outbound.ssrc
         if let block = blocks.first(where: { $0.ssrc == ours }) {
             participant.audio.reportedLossPercent = Int(block.fractionLost) * 100 / 256
+            participant.audio.receivedReport = true
             participant.transport.receivedReportBlock(block, now: now)
         }
     }

@@ -31,6 +31,7 @@ extension RoomCore {
         let showing = !participant.videoPaused && video?.lastPacketAt != nil
         return CallQuality.Sample(
             packetsReceived: statistics.packetsReceived, packetsLost: statistics.lost, jitterMs: statistics.jitterMs,
+            downlinkLossPercent: participant.audio.receivedReport ? Double(participant.audio.reportedLossPercent) : nil,
             roundTripMs: participant.transport.roundTripNanoseconds.map { Double($0) / 1e6 },
             jitterBufferDelayMs: statistics.currentDelayMs,
             secondsSinceAudio: participant.lastAudioAt.map { Self.seconds(now, since: $0) },
@@ -42,13 +43,15 @@ extension RoomCore {
         var fields = participantFields(participant.callId)
         switch change {
         case .raised(let warning, let value, let threshold):
-            fields["warning"] = .string(warning.rawValue)
+            fields["warning"] = .string(warning.name.warning)
+            fields["direction"] = .string(warning.name.direction)
             fields["value"] = .int(Int(value.rounded()))
             fields["threshold"] = .int(Int(threshold.rounded()))
             if let mos = participant.quality.lastMOS { fields["mos"] = .string(String(format: "%.2f", mos)) }
             emit(.callQualityWarning, fields)
         case .recovered(let warning, let seconds):
-            fields["warning"] = .string(warning.rawValue)
+            fields["warning"] = .string(warning.name.warning)
+            fields["direction"] = .string(warning.name.direction)
             fields["durationSeconds"] = .int(seconds)
             emit(.callQualityRecovered, fields)
         }

@@ -52,6 +52,25 @@ struct CallQualityTests {
         }
     }
 
+    /// The loss a participant's receiver reports of the mix we send it is judged apart from the
+    /// loss of what it sends us, and told as highPacketLoss with direction downlink.
+    @Test func downlinkLossIsItsOwnWarning() {
+        var quality = CallQuality()
+        var changes: [CallQuality.Change] = []
+        for second in 1...12 {
+            var next = sample(received: 50 * second, lost: 0)
+            next.downlinkLossPercent = second <= 5 ? 12 : 0
+            changes += quality.evaluate(next)
+        }
+        #expect(changes.count == 2, "\(changes)")
+        guard case .raised(let raised, _, _)? = changes.first, case .recovered(let recovered, _)? = changes.last else {
+            Issue.record("\(changes)")
+            return
+        }
+        #expect(raised == .highDownlinkLoss && recovered == .highDownlinkLoss)
+        #expect(raised.name == ("highPacketLoss", "downlink") && CallQuality.Warning.highPacketLoss.name.direction == "uplink")
+    }
+
     @Test func eModelMOSAtKnownPoints() {
         // No loss, short delay: R ≈ 92.7, MOS ≈ 4.4 (G.107's best narrowband case).
         #expect(abs(EModel.mos(oneWayDelayMs: 20, packetLossPercent: 0) - 4.4) < 0.05)
