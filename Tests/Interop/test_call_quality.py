@@ -56,7 +56,7 @@ def test_fifteen_percent_uplink_loss_raises_and_recovers_high_packet_loss(netns_
         warning = events.wait_for(lambda e: e["type"] == "call.quality.warning" and e.get("callId") == call_id
                                   and e["warning"] == "highPacketLoss", timeout=6)
         raised_after = time.monotonic() - lossy
-        assert 8 <= warning["value"] <= 25, warning
+        assert 5 <= warning["value"] <= 25, warning  # raised as soon as the 2 s window crosses 5 %
 
         subprocess.run([*namespace.prefix(), "nft", "delete", "table", "inet", "chorus_quality"], check=True)
         clean = time.monotonic()
