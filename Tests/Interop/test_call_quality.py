@@ -15,7 +15,6 @@ import pytest
 
 from netns import Namespace
 from peers import EventStream
-from test_join_aiortc import wait_until
 from webhook_receiver import WebhookReceiver
 
 HERE = Path(__file__).resolve().parent
@@ -66,8 +65,14 @@ def test_fifteen_percent_uplink_loss_raises_and_recovers_high_packet_loss(netns_
         print(f"raised after {raised_after:.1f} s, recovered after {recovered_after:.1f} s")
 
         assert server.request("DELETE", f"/v1/rooms/quality/participants/{call_id}").status_code == 204
-        call = wait_until(lambda: (lambda c: c if c.get("state") == "ended" else None)(
-            server.request("GET", f"/v1/calls/{call_id}").json()), 5)
+        # Polled plainly: test_join_aiortc.wait_until runs on the thread's asyncio loop, which an
+        # earlier test of the session may have closed.
+        deadline = time.monotonic() + 5
+        call = server.request("GET", f"/v1/calls/{call_id}").json()
+        while call.get("state") != "ended" and time.monotonic() < deadline:
+            time.sleep(0.1)
+            call = server.request("GET", f"/v1/calls/{call_id}").json()
+        assert call.get("state") == "ended", call
         quality = call["serverStatistics"]["quality"]
         assert quality["warnings"]["highPacketLoss"]["count"] == 1, quality
         assert quality["warnings"]["highPacketLoss"]["seconds"] >= 3, quality
