@@ -155,7 +155,9 @@ extension RoomCore {
         // resumes) was tried on 2026-11-26: in one fresh-clone run the paused viewer's audio
         // then lost 1.7 % in test_simulcast_layers (bar 1 %); not understood yet, so reverted.
         let needs = viewer.video.slots.indices.compactMap { index -> Int? in
-            guard viewer.video.slots[index].pausedForBandwidth, let lowest = ranked[index].first else { return nil }
+            guard viewer.video.slots[index].pausedForBandwidth, ranked.indices.contains(index),
+                  let lowest = ranked[index].first
+            else { return nil }
             return lowest.bitrate
         }
         guard let need = needs.min() else {

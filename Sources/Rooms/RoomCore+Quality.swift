@@ -45,8 +45,8 @@ extension RoomCore {
         case .raised(let warning, let value, let threshold):
             fields["warning"] = .string(warning.name.warning)
             fields["direction"] = .string(warning.name.direction)
-            fields["value"] = .int(Int(value.rounded()))
-            fields["threshold"] = .int(Int(threshold.rounded()))
+            fields["value"] = .int(Self.wholeNumber(value))
+            fields["threshold"] = .int(Self.wholeNumber(threshold))
             if let mos = participant.quality.lastMOS { fields["mos"] = .string(String(format: "%.2f", mos)) }
             emit(.callQualityWarning, fields)
         case .recovered(let warning, let seconds):
@@ -65,6 +65,12 @@ extension RoomCore {
         case .recovered(let seconds):
             emit(.callQualityRecovered, ["warning": .string("overloadedRoom"), "durationSeconds": .int(seconds)])
         }
+    }
+
+    /// A measured value as an event's integer: values come from peers' timestamps and reports,
+    /// so a non-finite or absurd one is clamped rather than trapped on.
+    static func wholeNumber(_ value: Double) -> Int {
+        value.isFinite ? Int(min(max(value.rounded(), -1e12), 1e12)) : 0
     }
 
     static func seconds(_ now: MediaTime, since then: MediaTime) -> Double {

@@ -60,4 +60,16 @@ struct OggOpusWriterTests {
         #expect(audio.reduce(0) { $0 + $1.body.count } == 50 * 1_275)
         #expect(audio.last?.granule == 50 * 960)
     }
+
+    /// A payload too big for one page's lacing (a peer's relayed packet can be anything) is
+    /// recorded as silence instead of trapping on the page's one-byte lacing count.
+    @Test func aPacketTooBigForAPageIsRecordedAsSilence() {
+        var writer = OggOpusWriter(serial: 1, silence: [0xF8, 0xFF, 0xFE])
+        var bytes = writer.begin()
+        bytes += writer.append([UInt8](repeating: 7, count: 66_000))  // 259 lacing values
+        bytes += writer.finish()
+        let audio = pages(bytes).dropFirst(2)
+        #expect(audio.count == 1 && audio.first?.body == [0xF8, 0xFF, 0xFE])
+        #expect(audio.first?.granule == 960)
+    }
 }

@@ -9,6 +9,8 @@ public struct OggOpusWriter: Sendable {
     /// libopus's encoder delay at 48 kHz (2.5 ms + 4 ms), the decoder's pre-skip.
     public static let preSkip: UInt16 = 312
     public static let samplesPerPacket: UInt64 = 960
+    /// Lacing values one page can hold (RFC 3533: a one-byte count).
+    static let maxLacing = 255
     /// 50 packets of 20 ms: one page a second, what the file may lose to a crash.
     public let packetsPerPage: Int
     private let serial: UInt32
@@ -43,10 +45,12 @@ public struct OggOpusWriter: Sendable {
 
     /// One tick's packet (nil: none this tick); a page when one is full.
     public mutating func append(_ packet: [UInt8]?) -> [UInt8] {
-        let next = packet.map { $0.isEmpty ? silence : $0 } ?? silence
+        // A page carries at most 255 lacing values: a packet needing more (over 64 KB, which a
+        // peer's relayed payload could be, never a 20 ms Opus frame) is recorded as silence.
+        let next = packet.map { $0.isEmpty || $0.count / 255 >= Self.maxLacing ? silence : $0 } ?? silence
         // A page holds at most 255 lacing values: a run of large packets closes it early.
         var out: [UInt8] = []
-        if pendingLacing + next.count / 255 + 1 > 255 { out = page(pending, granule: granule, flags: 0) }
+        if pendingLacing + next.count / 255 + 1 > Self.maxLacing { out = page(pending, granule: granule, flags: 0) }
         if !out.isEmpty { clearPending() }
         pending.append(next)
         pendingLacing += next.count / 255 + 1
