@@ -6,14 +6,15 @@ import Foundation
 /// the room's queue never waits on the disk. Each page is written as it comes (one a second), so
 /// a `kill -9` leaves a file that plays up to its last page. A write that fails (a full disk)
 /// marks the file failed; the room then stops the recording and says so.
-/// `@unchecked Sendable`: `handle` and `failure` are touched only on `queue`, except `failure`'s
-/// read by `failed`, which goes through `queue.sync`.
+/// `@unchecked Sendable`: `handle` and `bytes` are touched only on `queue`; `failure` is written
+/// there and read by the room under `failureLock`, so the room never waits for the disk.
 final class RecordingFile: @unchecked Sendable {
     let path: String
     private let queue = DispatchQueue(label: "chorus.recording")
     private let handle: FileHandle
+    private let failureLock = NSLock()
     private var failure: String?
-    private(set) var bytes = 0
+    private var bytes = 0
 
     init(path: String) throws {
         let url = URL(fileURLWithPath: path)
@@ -27,21 +28,21 @@ final class RecordingFile: @unchecked Sendable {
 
     func append(_ chunks: [[UInt8]]) {
         queue.async {
-            guard self.failure == nil else { return }
+            guard self.failed == nil else { return }
             for chunk in chunks {
                 do {
                     try self.handle.write(contentsOf: chunk)
                     self.bytes += chunk.count
                 } catch {
-                    self.failure = "\(error)"
+                    self.failureLock.withLock { self.failure = "\(error)" }
                     return
                 }
             }
         }
     }
 
-    /// Why writing failed, if it did (waits for the writes queued so far).
-    var failed: String? { queue.sync { failure } }
+    /// Why writing failed, if a write has (without waiting for the writes still queued).
+    var failed: String? { failureLock.withLock { failure } }
 
     /// Waits for the queued writes, syncs the file to disk and closes it; the bytes written.
     func close() -> Int {
@@ -74,8 +75,8 @@ extension Room {
     public func stopRecording() -> (summary: RecordingSummary, bytes: Int, failure: String?)? {
         guard let summary = core.stopRecording(now: clock.now(), into: &output) else { return nil }
         carryOut()
-        let failure = recordingFile?.failed
         let bytes = recordingFile?.close() ?? 0
+        let failure = recordingFile?.failed
         recordingFile = nil
         return (summary, bytes, failure)
     }
@@ -86,9 +87,10 @@ extension Room {
     /// Hands the step's recording bytes to the file; a file that failed stops the recording
     /// and the room tells it (`recording.failed`), and goes on.
     func writeRecording() {
-        guard let file = recordingFile else { return }
-        if !output.recordingWrites.isEmpty { file.append(output.recordingWrites) }
-        guard core.audioTicksDue % 50 == 0, let failure = file.failed, let id = core.recordingId else { return }
+        // Pages come once a second: only then is there anything to write or a failure to see.
+        guard let file = recordingFile, !output.recordingWrites.isEmpty else { return }
+        file.append(output.recordingWrites)
+        guard let failure = file.failed, let id = core.recordingId else { return }
         _ = core.stopRecording(now: clock.now(), into: &output)
         _ = file.close()
         recordingFile = nil
