@@ -66,13 +66,21 @@ public struct TransportAddress: Hashable, Sendable, CustomStringConvertible {
         self.init(bytes: bytes, port: port, transport: transport)
     }
 
+    /// The address alone: dotted IPv4, or IPv6 as eight hexadecimal groups.
+    public var host: String {
+        switch family {
+        case .ipv4: return bytes.map(String.init).joined(separator: ".")
+        case .ipv6:
+            let words = stride(from: 0, to: 16, by: 2).map { i in String(UInt16(bytes[i]) << 8 | UInt16(bytes[i + 1]), radix: 16) }
+            return words.joined(separator: ":")
+        }
+    }
+
     public var description: String {
         let suffix = (transport == .tcp ? "/tcp" : "") + (base == 0 ? "" : " via local #\(base)")
         switch family {
-        case .ipv4: return bytes.map(String.init).joined(separator: ".") + ":\(port)" + suffix
-        case .ipv6:
-            let words = stride(from: 0, to: 16, by: 2).map { i in String(UInt16(bytes[i]) << 8 | UInt16(bytes[i + 1]), radix: 16) }
-            return "[" + words.joined(separator: ":") + "]:\(port)" + suffix
+        case .ipv4: return host + ":\(port)" + suffix
+        case .ipv6: return "[" + host + "]:\(port)" + suffix
         }
     }
 }

@@ -107,9 +107,9 @@ extension RoomCore {
 
     private func send(_ mix: AudioMixerTick<CallID>.Mix, key: MixEncoders.Key, now: MediaTime) {
         let recipients = mix.recipients.filter { participants[$0]?.state == .established }
-        // The recording takes the full mix even when nobody else does.
-        let recorded = key == .full && tapsFullMix
-        guard !recipients.isEmpty || recorded else { return }
+        // A recording or an RTP forward takes the full mix even when nobody else does.
+        let tapped = key == .full && tapsFullMix
+        guard !recipients.isEmpty || tapped else { return }
         if mix.isSilent {
             for id in recipients {
                 participants[id]?.audio.outbound.skipFrame()
@@ -118,7 +118,7 @@ extension RoomCore {
             return
         }
         if let relayed = relayablePayload(of: mix) {
-            if recorded { fullMixTap = relayed }
+            if tapped { fullMixTap = relayed }
             relayed.withUnsafeBytes { deliver($0, mix: mix, to: recipients, relayed: true, now: now) }
             return
         }
@@ -144,7 +144,7 @@ extension RoomCore {
             encoders.fullPayload.removeAll(keepingCapacity: true)
             encoders.fullPayload.append(contentsOf: encoders.payload[0..<length])
             encoders.fullSources = mix.contributingSources
-            if recorded { fullMixTap = encoders.fullPayload }
+            if tapped { fullMixTap = encoders.fullPayload }
         }
         encoders.payload.withUnsafeBytes {
             deliver(UnsafeRawBufferPointer(rebasing: $0[0..<length]), mix: mix, to: recipients, relayed: false, now: now)

@@ -32,8 +32,7 @@ struct ForwarderResponse: Encodable {
 
     init(_ snapshot: ForwarderSnapshot) {
         forwarderId = snapshot.id
-        let text = snapshot.destination.description
-        address = String(text[..<(text.lastIndex(of: ":") ?? text.endIndex)]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        address = snapshot.destination.host
         port = Int(snapshot.destination.port)
         payloadType = Int(snapshot.payloadType)
         ssrc = snapshot.ssrc

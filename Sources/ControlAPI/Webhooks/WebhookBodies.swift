@@ -118,6 +118,6 @@ enum WebhookBodies {
 extension SecureRandom {
     /// `count` random bytes as lower-case hex.
     static func hex(_ count: Int) -> String {
-        bytes(count).map { String(format: "%02x", $0) }.joined()
+        bytes(count).hexString
     }
 }
