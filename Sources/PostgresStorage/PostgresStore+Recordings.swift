@@ -5,9 +5,10 @@ import Storage
 extension PostgresStore {
     public func insertRecording(_ record: RecordingRecord) async throws(StorageError) -> RecordingRecord {
         let row = try await first("""
-            INSERT INTO "recording"("recordingId", "applicationId", "roomId", "state", "path", "nodeId", "startedAt")
+            INSERT INTO "recording"("recordingId", "applicationId", "roomId", "state", "path", "nodeId", "startedAt",
+                                    "perParticipant")
             VALUES (\(record.recordingId), \(record.applicationId), \(record.roomId), \(record.state), \(record.path),
-                    \(record.nodeId), \(record.startedAt))
+                    \(record.nodeId), \(record.startedAt), \(record.perParticipant))
             RETURNING *
             """)
         guard let row else { throw .unavailable("the insert returned no row") }
@@ -27,7 +28,8 @@ extension PostgresStore {
     public func endRecording(recordingId: String, _ end: RecordingEnd) async throws(StorageError) -> Bool {
         try await count("""
             UPDATE "recording" SET "state" = \(end.state), "stoppedAt" = \(end.at),
-              "durationMilliseconds" = \(end.durationMilliseconds), "bytes" = \(end.bytes), "error" = \(end.error)
+              "durationMilliseconds" = \(end.durationMilliseconds), "bytes" = \(end.bytes), "error" = \(end.error),
+              "tracks" = \(end.tracks)
             WHERE "recordingId" = \(recordingId) AND "state" = 'recording' RETURNING 1
             """) > 0
     }
@@ -50,6 +52,8 @@ extension PostgresStore {
             record.durationMilliseconds = try c["durationMilliseconds"]
             record.bytes = try c["bytes"]
             record.error = try c["error"]
+            record.perParticipant = try c["perParticipant"]
+            record.tracks = try c["tracks"]
             return record
         }
     }

@@ -54,46 +54,107 @@ final class RecordingFile: @unchecked Sendable {
     }
 }
 
+/// The files of the recording in progress: the full mix, and each participant's own track in
+/// a folder named after the mix file (`<recordingId>/<callId>.opus`), created on its first page.
+struct RecordingFiles {
+    let mix: RecordingFile
+    let tracksDirectory: String
+    var tracks: [CallID: RecordingFile] = [:]
+    /// Tracks already closed (their participant left): the bytes each file holds.
+    var closedTracks: [CallID: Int] = [:]
+    /// A track file that could not be created or written.
+    var trackFailure: String?
+
+    /// Why a file of the recording failed, if one has.
+    var failed: String? { mix.failed ?? trackFailure ?? tracks.values.lazy.compactMap(\.failed).first }
+
+    mutating func write(_ writes: [RecordingTrackWrite]) {
+        for write in writes {
+            guard let file = file(for: write.callId) else { continue }
+            file.append([write.bytes])
+            if write.closes {
+                closedTracks[write.callId] = file.close()
+                tracks[write.callId] = nil
+            }
+        }
+    }
+
+    private mutating func file(for callId: CallID) -> RecordingFile? {
+        if let open = tracks[callId] { return open }
+        guard trackFailure == nil else { return nil }
+        do {
+            let file = try RecordingFile(path: "\(tracksDirectory)/\(callId.rawValue).opus")
+            tracks[callId] = file
+            return file
+        } catch {
+            trackFailure = "\(error)"
+            return nil
+        }
+    }
+
+    /// Closes every file: the mix's bytes and each track's.
+    mutating func close() -> (mix: Int, tracks: [CallID: Int]) {
+        for (id, file) in tracks { closedTracks[id] = file.close() }
+        tracks = [:]
+        return (mix.close(), closedTracks)
+    }
+}
+
+/// A recording the room stopped: what the core summed up, the files' sizes, and why writing
+/// failed if it did.
+public struct StoppedRecording: Sendable {
+    public let summary: RecordingSummary
+    public let bytes: Int
+    public let trackBytes: [CallID: Int]
+    public let tracksDirectory: String
+    public let failure: String?
+}
+
 extension Room {
-    /// Starts recording the room's full mix into `path` (Ogg Opus).
-    public func startRecording(id: String, path: String) throws {
+    /// Starts recording the room's full mix into `path` (Ogg Opus), and with `perParticipant`
+    /// each participant's own audio into the folder `path` names without its extension.
+    public func startRecording(id: String, path: String, perParticipant: Bool = false) throws {
         if let active = core.recordingId { throw RecordingError.alreadyRecording(id: active) }
         let file = try RecordingFile(path: path)
         do {
-            try core.startRecording(id: id, now: clock.now(), into: &output)
+            try core.startRecording(id: id, perParticipant: perParticipant, now: clock.now(), into: &output)
         } catch {
             _ = file.close()
             try? FileManager.default.removeItem(atPath: path)
             throw error
         }
-        recordingFile = file
+        recordingFiles = RecordingFiles(mix: file, tracksDirectory: (path as NSString).deletingPathExtension)
         carryOut()
+        startTimerIfNeeded()
     }
 
-    /// Stops the recording in progress: its last page is written, the file synced and closed.
-    /// Nil when none runs.
-    public func stopRecording() -> (summary: RecordingSummary, bytes: Int, failure: String?)? {
+    /// Stops the recording in progress: its last pages are written, the files synced and
+    /// closed. Nil when none runs.
+    public func stopRecording() -> StoppedRecording? {
         guard let summary = core.stopRecording(now: clock.now(), into: &output) else { return nil }
         carryOut()
-        let bytes = recordingFile?.close() ?? 0
-        let failure = recordingFile?.failed
-        recordingFile = nil
-        return (summary, bytes, failure)
+        guard var files = recordingFiles else { return nil }
+        let bytes = files.close()
+        recordingFiles = nil
+        return StoppedRecording(summary: summary, bytes: bytes.mix, trackBytes: bytes.tracks,
+                                tracksDirectory: files.tracksDirectory, failure: files.failed)
     }
 
     /// The recording's ID while one runs.
     public var activeRecordingId: String? { core.recordingId }
 
-    /// Hands the step's recording bytes to the file; a file that failed stops the recording
+    /// Hands the step's recording bytes to the files; a file that failed stops the recording
     /// and the room tells it (`recording.failed`), and goes on.
     func writeRecording() {
         // Pages come once a second: only then is there anything to write or a failure to see.
-        guard let file = recordingFile, !output.recordingWrites.isEmpty else { return }
-        file.append(output.recordingWrites)
-        guard let failure = file.failed, let id = core.recordingId else { return }
+        guard var files = recordingFiles, !output.recordingWrites.isEmpty || !output.trackWrites.isEmpty else { return }
+        if !output.recordingWrites.isEmpty { files.mix.append(output.recordingWrites) }
+        files.write(output.trackWrites)
+        recordingFiles = files
+        guard let failure = files.failed, let id = core.recordingId else { return }
         _ = core.stopRecording(now: clock.now(), into: &output)
-        _ = file.close()
-        recordingFile = nil
+        _ = files.close()
+        recordingFiles = nil
         logger.error("recording failed", metadata: ["recordingId": "\(id)", "error": "\(failure)"])
         publish(RoomCoreEvent(name: RoomEventName.recordingFailed.rawValue, fields: ["recordingId": .string(id), "error": .string(failure)],
                               at: clock.now()))

@@ -13,7 +13,8 @@ extension Room {
 
     /// Carries out what the core's last step produced: its datagrams leave in one batch, the
     /// routing table follows the participants' paths, events are logged and published. Then
-    /// the output is emptied (keeping its storage) and an empty room's timer stops.
+    /// the output is emptied (keeping its storage) and the timer of a room with nothing to tick
+    /// for (no participant, no recording or forward) stops.
     func carryOut() {
         // Events first: a leave is said on the event stream before the peer's goodbye leaves.
         for event in output.events { publish(event) }
@@ -22,7 +23,7 @@ extension Room {
         sendLaneBatches()
         writeRecording()
         output.removeAll()
-        if core.activeCount == 0, let timer {
+        if !core.needsTicks, let timer {
             timer.cancel()
             self.timer = nil
         }
@@ -76,7 +77,7 @@ extension Room {
     }
 
     func startTimerIfNeeded() {
-        guard timer == nil, core.activeCount > 0 else { return }
+        guard timer == nil, core.needsTicks else { return }
         let timer = DispatchSource.makeTimerSource(queue: queue)
         // Every room ticks on one process-wide 20 ms grid: Dispatch then fires all rooms' timers
         // in one wake-up of its timer thread, and the worker threads run the rooms' ticks back

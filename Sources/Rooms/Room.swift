@@ -32,8 +32,8 @@ public actor Room {
     /// The router's handle on each participant (hops datagrams onto this room's queue).
     var connections: [CallID: ParticipantConnection] = [:]
     var timer: (any DispatchSourceTimer)?
-    /// The recording's file while one runs (`Room+Recording`).
-    var recordingFile: RecordingFile?
+    /// The recording's files while one runs (`Room+Recording`).
+    var recordingFiles: RecordingFiles?
 
     public init(key: RoomKey, settings: RoomSettings, logger: Logger, media: MediaEnvironment? = nil,
                 observer: RoomEventObserver? = nil) {

@@ -125,6 +125,7 @@ extension RoomCore {
     @discardableResult
     func endCall(_ callId: CallID, cause: EndCause) -> Bool {
         guard let participant = participants.removeValue(forKey: callId) else { return false }
+        endTrack(callId)
         mixer.removeParticipant(callId)
         joinOrder.removeAll { $0 == callId }
         members.removeAll { $0 === participant }

@@ -156,6 +156,10 @@ public final class RoomCore {
     /// Participants not yet ended.
     public var activeCount: Int { participants.count }
 
+    /// Whether the room's clock must tick: it has participants, or something takes its mix (a
+    /// recording or a forward goes on through an empty stretch, silence included).
+    public var needsTicks: Bool { !participants.isEmpty || tapsFullMix }
+
     /// Distinct encodes so far (tests check the per-tick bound through this).
     public var audioEncodeCount: UInt64 { encoders.encodes }
 }

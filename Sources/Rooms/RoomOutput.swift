@@ -20,12 +20,14 @@ public struct RoomOutput {
     public var routing: [RoutingChange] = []
     /// Bytes to append to the room's recording file, in order (`RoomCore+Recording`).
     public var recordingWrites: [[UInt8]] = []
+    /// Bytes for the participants' own track files, in order (`RoomCore+Recording`).
+    public var trackWrites: [RecordingTrackWrite] = []
 
     public init() {}
 
     public var isEmpty: Bool {
         transmits.isEmpty && events.isEmpty && routing.isEmpty && laneTransmits.allSatisfy(\.isEmpty)
-            && recordingWrites.isEmpty
+            && recordingWrites.isEmpty && trackWrites.isEmpty
     }
 
     /// Every datagram of the step, `transmits` then the lanes' batches (for tests and tools;
@@ -47,6 +49,7 @@ public struct RoomOutput {
         events.removeAll(keepingCapacity: true)
         routing.removeAll(keepingCapacity: true)
         recordingWrites.removeAll(keepingCapacity: true)
+        trackWrites.removeAll(keepingCapacity: true)
     }
 }
 

@@ -3,8 +3,10 @@ import GRDB
 
 /// One recording of a room's full mix: where its Ogg Opus file is, its state ("recording",
 /// "ready", "interrupted": the server stopped or died while it ran, the file plays up to its
-/// last second; "failed": the file could not be written), and how long it is. A trigger writes
-/// `recording.ready` (or `recording.failed`) to the webhook outbox when it ends.
+/// last second; "failed": the file could not be written), and how long it is; with
+/// `perParticipant`, also each participant's own track (`tracks`, a JSON array of
+/// `RecordingTrackRecord` written when the recording ends). A trigger writes `recording.ready`
+/// (or `recording.failed`) to the webhook outbox when it ends.
 public struct RecordingRecord: Codable, Sendable, Equatable, FetchableRecord, MutablePersistableRecord {
     public static let databaseTableName = "recording"
     public var id: Int64?
@@ -19,6 +21,10 @@ public struct RecordingRecord: Codable, Sendable, Equatable, FetchableRecord, Mu
     public var durationMilliseconds: Int64?
     public var bytes: Int64?
     public var error: String?
+    /// Whether each participant's own audio is recorded too (nil: rows from before v6).
+    public var perParticipant: Bool?
+    /// The participants' tracks, a JSON array of `RecordingTrackRecord` (nil until it ends).
+    public var tracks: String?
 
     public init(recordingId: String, applicationId: Int64, roomId: String, path: String, nodeId: String, startedAt: Date) {
         self.recordingId = recordingId
@@ -35,6 +41,27 @@ public struct RecordingRecord: Codable, Sendable, Equatable, FetchableRecord, Mu
     }
 }
 
+/// One participant's track of a recording, as stored in `RecordingRecord.tracks`.
+public struct RecordingTrackRecord: Codable, Sendable, Equatable {
+    public var callId: String
+    public var userId: String
+    /// Where the track starts against the full mix (the recording's start), milliseconds.
+    public var offsetMilliseconds: Int64
+    public var durationMilliseconds: Int64
+    public var bytes: Int64
+    public var path: String
+
+    public init(callId: String, userId: String, offsetMilliseconds: Int64, durationMilliseconds: Int64, bytes: Int64,
+                path: String) {
+        self.callId = callId
+        self.userId = userId
+        self.offsetMilliseconds = offsetMilliseconds
+        self.durationMilliseconds = durationMilliseconds
+        self.bytes = bytes
+        self.path = path
+    }
+}
+
 /// How a recording ended.
 public struct RecordingEnd: Sendable, Equatable {
     public var state: String
@@ -42,13 +69,17 @@ public struct RecordingEnd: Sendable, Equatable {
     public var durationMilliseconds: Int64?
     public var bytes: Int64?
     public var error: String?
+    /// The participants' tracks as JSON (`RecordingTrackRecord`s), when recorded.
+    public var tracks: String?
 
-    public init(state: String, at: Date, durationMilliseconds: Int64?, bytes: Int64?, error: String?) {
+    public init(state: String, at: Date, durationMilliseconds: Int64?, bytes: Int64?, error: String?,
+                tracks: String? = nil) {
         self.state = state
         self.at = at
         self.durationMilliseconds = durationMilliseconds
         self.bytes = bytes
         self.error = error
+        self.tracks = tracks
     }
 }
 
@@ -87,6 +118,11 @@ extension Schema {
                 when: "OLD.\"state\" = 'recording' AND NEW.\"state\" = 'failed'",
                 events: [("recording.failed", "NEW.\"roomId\"", "NEW.\"recordingId\"")]),
     ])
+
+    static let v6 = SchemaMigration(name: "v6-recording-tracks", steps: [
+        .addColumn(table: "recording", ColumnSpec("perParticipant", .boolean, nullable: true)),
+        .addColumn(table: "recording", ColumnSpec("tracks", .text, nullable: true)),
+    ])
 }
 
 extension SQLiteStore {
@@ -108,9 +144,10 @@ extension SQLiteStore {
     public func endRecording(recordingId: String, _ end: RecordingEnd) async throws(StorageError) -> Bool {
         try await write { db in
             try db.execute(sql: """
-                UPDATE "recording" SET "state" = ?, "stoppedAt" = ?, "durationMilliseconds" = ?, "bytes" = ?, "error" = ?
+                UPDATE "recording" SET "state" = ?, "stoppedAt" = ?, "durationMilliseconds" = ?, "bytes" = ?, "error" = ?,
+                  "tracks" = ?
                 WHERE "recordingId" = ? AND "state" = 'recording'
-                """, arguments: [end.state, end.at, end.durationMilliseconds, end.bytes, end.error, recordingId])
+                """, arguments: [end.state, end.at, end.durationMilliseconds, end.bytes, end.error, end.tracks, recordingId])
             return db.changesCount > 0
         }
     }

@@ -2,7 +2,7 @@
 /// `SQLDialect`: the SQLite store and the PostgreSQL store run the same migrations, in order,
 /// each exactly once. Never edit a shipped migration: append the next one.
 public enum Schema {
-    public static let migrations: [SchemaMigration] = [v1, v2, v3, v4, v5]
+    public static let migrations: [SchemaMigration] = [v1, v2, v3, v4, v5, v6]
 
     static let v1 = SchemaMigration(name: "v1", steps: [
         .table(TableSpec(name: "serverSecret", columns: [

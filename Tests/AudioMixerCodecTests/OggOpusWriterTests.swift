@@ -34,7 +34,7 @@ struct OggOpusWriterTests {
     }
 
     @Test func headersThenOnePageASecondWithGranulesThenEndOfStream() {
-        var writer = OggOpusWriter(serial: 7, silence: [0xF8, 0xFF, 0xFE])
+        var writer = OggOpusWriter(serial: 7, silence: OpusSilence(twentyMilliseconds: [0xF8, 0xFF, 0xFE]))
         var bytes = writer.begin()
         for tick in 0..<120 { bytes += writer.append(tick % 10 == 0 ? nil : [UInt8](repeating: UInt8(tick), count: 300)) }
         bytes += writer.finish()
@@ -51,7 +51,7 @@ struct OggOpusWriterTests {
     }
 
     @Test func largePacketsCloseAPageBeforeItsLacingOverflows() {
-        var writer = OggOpusWriter(serial: 1, silence: [0xF8])
+        var writer = OggOpusWriter(serial: 1, silence: OpusSilence(twentyMilliseconds: [0xF8]))
         var bytes = writer.begin()
         for _ in 0..<50 { bytes += writer.append([UInt8](repeating: 1, count: 1_275)) }  // 6 lacing values each
         bytes += writer.finish()
@@ -64,7 +64,7 @@ struct OggOpusWriterTests {
     /// A payload too big for one page's lacing (a peer's relayed packet can be anything) is
     /// recorded as silence instead of trapping on the page's one-byte lacing count.
     @Test func aPacketTooBigForAPageIsRecordedAsSilence() {
-        var writer = OggOpusWriter(serial: 1, silence: [0xF8, 0xFF, 0xFE])
+        var writer = OggOpusWriter(serial: 1, silence: OpusSilence(twentyMilliseconds: [0xF8, 0xFF, 0xFE]))
         var bytes = writer.begin()
         bytes += writer.append([UInt8](repeating: 7, count: 66_000))  // 259 lacing values
         bytes += writer.finish()

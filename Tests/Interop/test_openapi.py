@@ -64,6 +64,7 @@ EXPECTED_OPERATIONS = {
     "/v1/rooms/{roomId}/forwarders/{forwarderId}": {"delete"},
     "/v1/rooms/{roomId}/recordings/{recordingId}": {"delete"},
     "/v1/rooms/{roomId}/recordings/{recordingId}/file": {"get"},
+    "/v1/rooms/{roomId}/recordings/{recordingId}/tracks/{callId}/file": {"get"},
     "/v1/webhooks": {"get", "post"},
     "/v1/webhooks/{endpointId}": {"get", "patch", "delete"},
     "/v1/webhooks/{endpointId}/secret": {"post"},

@@ -1,6 +1,7 @@
 """Recording the room's full mix (issue 19, item 3): three aiortc talkers with three tones; a
 20 s recording decodes with Debian's opus-tools (`opusinfo`, `opusdec`), lasts 20 s ± 1 %, and
-its FFT shows the three tones. A recording cut by `kill -9` still decodes up to its last second,
+its FFT shows the three tones; each participant's own track (`perParticipant`) decodes too,
+lasts as long, and holds its own tone 25 dB above the others'. A recording cut by `kill -9` still decodes up to its last second,
 and the restarted server calls it interrupted. Starting a second recording is 409. A full disk
 stops the recording with `recording.failed` while the room goes on."""
 
@@ -52,13 +53,13 @@ def decode(path: Path, tmp: Path, complete: bool = True) -> numpy.ndarray:
 
 
 def test_a_20_s_recording_decodes_with_the_three_tones(chorus_server, tmp_path):
-    peers, _ = talkers(chorus_server, "rec")
+    peers, calls = talkers(chorus_server, "rec")
     try:
         time.sleep(1)
-        started = chorus_server.request("POST", "/v1/rooms/rec/recordings")
+        started = chorus_server.request("POST", "/v1/rooms/rec/recordings", json={"perParticipant": True})
         assert started.status_code == 201, started.text
         recording = started.json()
-        assert recording["state"] == "recording"
+        assert recording["state"] == "recording" and recording["perParticipant"] is True
         again = chorus_server.request("POST", "/v1/rooms/rec/recordings")
         assert again.status_code == 409 and again.json()["error"]["code"] == "recordingInProgress"
         time.sleep(20)
@@ -81,6 +82,29 @@ def test_a_20_s_recording_decodes_with_the_three_tones(chorus_server, tmp_path):
     levels = {f: tone_db(middle, f, half_band=5) for f in TONES}
     floor = tone_db(middle, 1500, half_band=5)
     assert all(level > floor + 30 for level in levels.values()), (levels, floor)
+    check_tracks(chorus_server, stopped.json(), calls, tmp_path)
+
+
+def check_tracks(server, recording: dict, calls: list[str], tmp: Path) -> None:
+    """Each talker's own track: opus-tools accept it, it lasts the recording (its talker was
+    there from the start), and it holds that talker's tone, not the others'."""
+    tracks = {t["callId"]: t for t in recording["tracks"]}
+    assert set(tracks) == set(calls), recording
+    for call, own in zip(calls, TONES):
+        track = tracks[call]
+        assert track["offsetSeconds"] == 0 and abs(track["durationSeconds"] - 20) < 0.2, track
+        file = server.request("GET", track["fileUrl"])
+        assert file.status_code == 200 and file.headers["content-type"] == "audio/ogg"
+        assert len(file.content) == track["bytes"]
+        path = tmp / f"{call}.opus"
+        path.write_bytes(file.content)
+        pcm = decode(path, tmp)
+        assert abs(len(pcm) / 48000 - 20) <= 0.2, f"{call}: {len(pcm) / 48000:.3f} s"
+        middle = pcm[48000 * 2:48000 * 18]
+        others = [tone_db(middle, f, half_band=5) for f in TONES if f != own]
+        assert tone_db(middle, own, half_band=5) > max(others) + 25, (call, own, others)
+    missing = server.request("GET", recording["fileUrl"].replace("/file", "/tracks/00000000-0000-0000-0000-000000000000/file"))
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "trackNotFound"
 
 
 def test_a_recording_cut_by_kill_9_still_decodes(chorus_bin, tmp_path):

@@ -34,6 +34,22 @@ public struct JitterBufferedDecoder: Sendable {
     /// otherwise. The room forwards it unchanged to a listener whose mix is this one sender
     /// alone, instead of re-encoding what it just decoded (see `Room.send`).
     public private(set) var relayablePayload: [UInt8]?
+    /// Whether `nextFrame` keeps what it played in `playout` (a per-participant recording).
+    public var capturesPlayout = false {
+        didSet { playout.removeAll() }
+    }
+    /// What the last `nextFrame` played of the sender's timeline, in order, when
+    /// `capturesPlayout`: the sender's own packets and the gaps between them (loss, DTX, the
+    /// buffer's stretches), so a recording of them keeps the room's timeline without decoding.
+    public private(set) var playout: [PlayedAudio] = []
+
+    /// One stretch of a sender's timeline as it was played.
+    public enum PlayedAudio: Equatable, Sendable {
+        /// The sender's packet, lasting `samples` (from its TOC).
+        case packet([UInt8], samples: Int)
+        /// Nothing of the sender's for `samples`: a loss, a DTX pause, an inserted frame.
+        case gap(samples: Int)
+    }
 
     private var queue: [Int16]
     private var queued = 0
@@ -80,6 +96,7 @@ public struct JitterBufferedDecoder: Sendable {
         var single: [UInt8]?
         let startedEmpty = queued == 0
         relayablePayload = nil
+        if capturesPlayout { playout.removeAll(keepingCapacity: true) }
         // Each pop yields ≥ 120 samples, so 16 rounds always fill a tick; the bound only guards
         // against a decoder that returns nothing.
         while queued < tick, rounds < 16 {
@@ -87,6 +104,7 @@ public struct JitterBufferedDecoder: Sendable {
             let queuedNs = UInt64(queued) * 1_000_000_000 / UInt64(AudioCodecFormat.sampleRate)
             let output = jitterBuffer.pop(now: now.adding(nanoseconds: queuedNs))
             if case .notStarted = output { break }
+            if capturesPlayout { capture(output) }
             let produced = decode ? render(output, comfortNoise: comfortNoise) : skip(output)
             kind = Self.merge(kind, produced)
             if case .frame(let payload) = output, produced == .audio { single = payload }
@@ -133,6 +151,23 @@ public struct JitterBufferedDecoder: Sendable {
             return .silence
         case .notStarted:
             return .silence
+        }
+    }
+
+    /// Notes one jitter buffer output in `playout`. A payload whose duration cannot be read
+    /// (not a valid Opus packet) is a gap of the buffer's packet length, as it is concealed.
+    private mutating func capture(_ output: JitterBufferOutput) {
+        switch output {
+        case .frame(let payload):
+            if let samples = payload.withUnsafeBufferPointer({ decoder.packetSamples($0) }), samples > 0 {
+                playout.append(.packet(payload, samples: samples))
+            } else {
+                playout.append(.gap(samples: jitterBuffer.packetSamples))
+            }
+        case .recoverWithFEC(_, let samples), .conceal(let samples), .silence(let samples), .dtx(let samples):
+            playout.append(.gap(samples: samples))
+        case .notStarted:
+            break
         }
     }
 

@@ -1,10 +1,12 @@
 /// Ogg Opus (RFC 7845 over RFC 3533) from Opus packets that were already encoded: the room's
-/// mix as it is sent, with no second encode. A sans-IO value: `begin()` returns the two header
-/// pages, `append(_:)` takes one 20 ms packet (or nil: a tick without a packet, a DTX pause or
-/// a silent mix, which is filled with a cached silence packet so the timeline and the granule
-/// positions stay those of the room's clock), and every `packetsPerPage` packets a page comes
-/// out; `finish()` returns the last page, flagged end-of-stream. A reader of a file cut at any
-/// page boundary (a `kill -9`) still finds a valid, playable stream up to that page.
+/// mix as it is sent, or one participant's own packets as they were played, with no second
+/// encode. A sans-IO value: `begin()` returns the two header pages; `append(_:)` takes one 20 ms
+/// mix packet (or nil: a tick without a packet, a DTX pause or a silent mix, filled with a
+/// cached silence packet so the timeline and the granule positions stay those of the room's
+/// clock); `append(packet:samples:)` and `appendSilence(samples:)` take a participant's packets
+/// of any Opus duration and the gaps between them. A page comes out for every second of audio;
+/// `finish()` returns the last page, flagged end-of-stream. A reader of a file cut at any page
+/// boundary (a `kill -9`) still finds a valid, playable stream up to that page.
 public struct OggOpusWriter: Sendable {
     /// libopus's encoder delay at 48 kHz (2.5 ms + 4 ms), the decoder's pre-skip.
     public static let preSkip: UInt16 = 312
@@ -14,15 +16,16 @@ public struct OggOpusWriter: Sendable {
     /// 50 packets of 20 ms: one page a second, what the file may lose to a crash.
     public let packetsPerPage: Int
     private let serial: UInt32
-    private let silence: [UInt8]
+    private let silence: OpusSilence
     private var sequence: UInt32 = 0
     private var granule: UInt64 = 0
+    private var pageStart: UInt64 = 0
     private var pending: [[UInt8]] = []
     private var pendingLacing = 0
     public private(set) var packets: UInt64 = 0
 
-    /// `silence`: one Opus packet of 20 ms of silence (made once by the caller's encoder).
-    public init(serial: UInt32, silence: [UInt8], packetsPerPage: Int = 50) {
+    /// `silence`: Opus packets of silence (made once by the caller's encoder).
+    public init(serial: UInt32, silence: OpusSilence, packetsPerPage: Int = 50) {
         self.serial = serial
         self.silence = silence
         self.packetsPerPage = max(1, packetsPerPage)
@@ -33,30 +36,55 @@ public struct OggOpusWriter: Sendable {
         Double(max(0, Int64(granule) - Int64(Self.preSkip))) / 48_000
     }
 
+    /// 48 kHz samples written so far: the granule position of the next page.
+    public var samplesWritten: UInt64 { granule }
+
     /// The identification header page (OpusHead, beginning of stream) and the comment header
-    /// page (OpusTags), each on a page of its own as RFC 7845 §3 requires.
-    public mutating func begin(vendor: String = "Chorus") -> [UInt8] {
+    /// page (OpusTags, with `comments` as "NAME=value" user comments), each on a page of its
+    /// own as RFC 7845 §3 requires.
+    public mutating func begin(vendor: String = "Chorus", comments: [String] = []) -> [UInt8] {
         var head: [UInt8] = Array("OpusHead".utf8) + [1, 1]
         head += Self.littleEndian(UInt64(Self.preSkip), bytes: 2) + Self.littleEndian(48_000, bytes: 4) + [0, 0, 0]
         var tags: [UInt8] = Array("OpusTags".utf8) + Self.littleEndian(UInt64(vendor.utf8.count), bytes: 4)
-        tags += Array(vendor.utf8) + Self.littleEndian(0, bytes: 4)
+        tags += Array(vendor.utf8) + Self.littleEndian(UInt64(comments.count), bytes: 4)
+        for comment in comments { tags += Self.littleEndian(UInt64(comment.utf8.count), bytes: 4) + Array(comment.utf8) }
+        // The comment page must fit one page's lacing (about 64 KB): callers pass short tags.
+        guard tags.count / 255 < Self.maxLacing else { return begin(vendor: "Chorus") }
         return page([head], granule: 0, flags: 0x02) + page([tags], granule: 0, flags: 0)
     }
 
-    /// One tick's packet (nil: none this tick); a page when one is full.
+    /// One tick's mix packet (nil: none this tick); a page when one is full.
     public mutating func append(_ packet: [UInt8]?) -> [UInt8] {
+        append(packet: packet ?? silence.twentyMilliseconds, samples: Int(Self.samplesPerPacket))
+    }
+
+    /// One packet lasting `samples` (read from its TOC by the caller); a page when one is full.
+    public mutating func append(packet: [UInt8], samples: Int) -> [UInt8] {
         // A page carries at most 255 lacing values: a packet needing more (over 64 KB, which a
-        // peer's relayed payload could be, never a 20 ms Opus frame) is recorded as silence.
-        let next = packet.map { $0.isEmpty || $0.count / 255 >= Self.maxLacing ? silence : $0 } ?? silence
-        // A page holds at most 255 lacing values: a run of large packets closes it early.
+        // peer's payload could be, never a real Opus frame) is recorded as silence.
+        guard !packet.isEmpty, packet.count / 255 < Self.maxLacing else { return appendSilence(samples: samples) }
+        return add(packet, samples: samples)
+    }
+
+    /// `samples` of silence (a gap in a participant's stream), in as few packets as cover it.
+    public mutating func appendSilence(samples: Int) -> [UInt8] {
         var out: [UInt8] = []
-        if pendingLacing + next.count / 255 + 1 > Self.maxLacing { out = page(pending, granule: granule, flags: 0) }
-        if !out.isEmpty { clearPending() }
-        pending.append(next)
-        pendingLacing += next.count / 255 + 1
+        for (length, packet) in silence.covering(samples) { out += add(packet, samples: length) }
+        return out
+    }
+
+    private mutating func add(_ packet: [UInt8], samples: Int) -> [UInt8] {
+        var out: [UInt8] = []
+        // A run of large packets closes a page early, before its lacing overflows.
+        if pendingLacing + packet.count / 255 + 1 > Self.maxLacing {
+            out = page(pending, granule: granule, flags: 0)
+            clearPending()
+        }
+        pending.append(packet)
+        pendingLacing += packet.count / 255 + 1
         packets += 1
-        granule += Self.samplesPerPacket
-        guard pending.count >= packetsPerPage else { return out }
+        granule += UInt64(max(0, samples))
+        guard granule - pageStart >= UInt64(packetsPerPage) * Self.samplesPerPacket else { return out }
         out += page(pending, granule: granule, flags: 0)
         clearPending()
         return out
@@ -65,6 +93,7 @@ public struct OggOpusWriter: Sendable {
     private mutating func clearPending() {
         pending.removeAll(keepingCapacity: true)
         pendingLacing = 0
+        pageStart = granule
     }
 
     /// The packets still pending on a last page flagged end-of-stream.

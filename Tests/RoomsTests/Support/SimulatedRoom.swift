@@ -21,6 +21,10 @@ final class SimulatedRoom {
     private(set) var peers: [String: ClientPeer] = [:]
     private(set) var callIds: [String: CallID] = [:]
     private(set) var events: [RoomCoreEvent] = []
+    /// The recording's full-mix file and each participant's track file, as the shell writes them.
+    private(set) var recordedMix: [UInt8] = []
+    private(set) var recordedTracks: [CallID: [UInt8]] = [:]
+    private(set) var closedTracks: Set<CallID> = []
     /// Each audio peer's microphone (silent until given a tone), sending while `talk` runs.
     var microphones: [String: PeerMicrophone] = [:]
     private var ufrags: [String: CallID] = [:]
@@ -83,6 +87,13 @@ final class SimulatedRoom {
                 nextTickAt = nextTickAt.adding(milliseconds: 20)
             }
         }
+    }
+
+    /// The room's queue stalls for `milliseconds` (an overloaded machine): time passes, nothing
+    /// is delivered or ticked; the next `run` catches up as the room's timer would.
+    func stall(milliseconds: Int) {
+        now = now.adding(milliseconds: UInt64(milliseconds))
+        while nextTickAt.adding(milliseconds: 20) <= now { nextTickAt = nextTickAt.adding(milliseconds: 20) }
     }
 
     /// Runs `milliseconds` with every microphone sending a packet per tick.
@@ -151,6 +162,11 @@ final class SimulatedRoom {
             }
         }
         events += output.events
+        for write in output.recordingWrites { recordedMix += write }
+        for write in output.trackWrites {
+            recordedTracks[write.callId, default: []] += write.bytes
+            if write.closes { closedTracks.insert(write.callId) }
+        }
         output.removeAll()
     }
 
