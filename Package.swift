@@ -152,7 +152,7 @@ let package = Package(
         .target(
             name: "PostgresStorage",
             dependencies: [
-                "Storage",
+                "Storage", "ChorusCore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOCore", package: "swift-nio"),

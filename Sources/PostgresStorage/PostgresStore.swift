@@ -1,3 +1,4 @@
+import ChorusCore
 import Foundation
 import Logging
 import NIOSSL
@@ -66,18 +67,10 @@ public final class PostgresStore: ChorusStore {
         let client = self.client
         let timeout = operationTimeout
         do {
-            return try await withThrowingTaskGroup(of: TimedResult<T>.self) { group in
-                group.addTask { .value(try await body(client)) }
-                group.addTask {
-                    try await Task.sleep(for: timeout)
-                    return .timedOut
-                }
-                defer { group.cancelAll() }
-                guard case .value(let value)? = try await group.next() else {
-                    throw StorageError.unavailable("PostgreSQL did not answer within \(timeout)")
-                }
-                return value
+            guard let result = await boundedWait(timeout, { try await body(client) }) else {
+                throw StorageError.unavailable("PostgreSQL did not answer within \(timeout)")
             }
+            return try result.get()
         } catch {
             let mapped = Self.storageError(error)
             if case .unavailable(let reason) = mapped {
@@ -99,11 +92,6 @@ public final class PostgresStore: ChorusStore {
 }
 
 /// The first of an operation and its deadline.
-enum TimedResult<T: Sendable>: Sendable {
-    case value(T)
-    case timedOut
-}
-
 extension PostgresStore {
     /// SQLSTATEs that mean the data itself refused the write.
     static func storageError(_ error: any Error) -> StorageError {
