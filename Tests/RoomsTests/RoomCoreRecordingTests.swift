@@ -17,6 +17,18 @@ struct RoomCoreRecordingTests {
         return frequencies.map { Spectrum.powerDB(of: window, at: $0) }
     }
 
+    /// Ann (500 Hz) and dan (silent) in a room recorded per participant for a second so far.
+    func annTalkingToDanWhileRecorded(seed: UInt64) throws -> SimulatedRoom {
+        let room = try SimulatedRoom(seed: seed)
+        for name in ["ann", "dan"] { try room.join(name) }
+        room.say("ann", frequency: 500)
+        room.talk(milliseconds: 300)
+        try room.core.startRecording(id: "rec_\(seed)", perParticipant: true, now: room.now, into: &room.output)
+        room.carryOut()
+        room.talk(milliseconds: 1_000)
+        return room
+    }
+
     func track(_ summary: RecordingSummary, _ room: SimulatedRoom, _ name: String) throws -> RecordingTrackSummary {
         try #require(summary.tracks.first { $0.callId == room.callId(name) }, "no track for \(name)")
     }
@@ -82,13 +94,7 @@ struct RoomCoreRecordingTests {
 
     /// A participant the room mutes is not heard in the room, and not in its track either.
     @Test func aMutedParticipantsTrackIsSilence() throws {
-        let room = try SimulatedRoom(seed: 6)
-        for name in ["ann", "dan"] { try room.join(name) }
-        room.say("ann", frequency: 500)
-        room.talk(milliseconds: 300)
-        try room.core.startRecording(id: "rec_2", perParticipant: true, now: room.now, into: &room.output)
-        room.carryOut()
-        room.talk(milliseconds: 1_000)
+        let room = try annTalkingToDanWhileRecorded(seed: 6)
         _ = room.core.update(room.callId("ann"), audioMuted: true, videoPaused: nil, now: room.now, into: &room.output)
         room.carryOut()
         room.talk(milliseconds: 1_000)
@@ -123,13 +129,7 @@ struct RoomCoreRecordingTests {
     /// A stall longer than the tick grid catches up (an overloaded machine) loses ticks; the
     /// recording fills them with silence, so the mix and the tracks keep wall-clock time.
     @Test func ticksLostToAStallAreSilenceInTheMixAndTheTracks() throws {
-        let room = try SimulatedRoom(seed: 8)
-        for name in ["ann", "dan"] { try room.join(name) }
-        room.say("ann", frequency: 500)
-        room.talk(milliseconds: 300)
-        try room.core.startRecording(id: "rec_4", perParticipant: true, now: room.now, into: &room.output)
-        room.carryOut()
-        room.talk(milliseconds: 1_000)
+        let room = try annTalkingToDanWhileRecorded(seed: 8)
         room.stall(milliseconds: 500)
         room.talk(milliseconds: 1_000)
         let summary = try #require(room.core.stopRecording(now: room.now, into: &room.output))
