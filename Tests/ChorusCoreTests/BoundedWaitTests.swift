@@ -14,15 +14,50 @@ struct BoundedWaitTests {
         #expect(throws: Refused.self) { try failed?.get() }
     }
 
+    /// No clock in the check (a busy test run can starve any timer): the body finishes only
+    /// when the test opens its gate after `boundedWait` returned, so a wait that waited for it
+    /// would see it finished (a 60 s safety opens the gate so that such a failure cannot hang).
     @Test func aBodyThatIgnoresCancellationIsNotWaitedFor() async {
-        let started = ContinuousClock.now
-        // Resumed only after 3 s, whatever cancellation says: what a stuck pool looks like.
+        let gate = Gate()
+        DispatchQueue.global().asyncAfter(deadline: .now() + 60) { gate.open() }
         let result = await boundedWait(.milliseconds(100)) { () async -> Int in
-            await withCheckedContinuation { continuation in
-                DispatchQueue.global().asyncAfter(deadline: .now() + 3) { continuation.resume(returning: 1) }
-            }
+            await gate.pass()
+            return 1
         }
         #expect(result == nil)
-        #expect(ContinuousClock.now - started < .seconds(2))
+        #expect(!gate.passed, "boundedWait waited for a body that ignores cancellation")
+        gate.open()
+    }
+}
+
+/// A gate a task waits at until it is opened, deaf to cancellation: what a stuck pool looks like.
+/// `@unchecked Sendable`: its state is touched only under `lock`.
+private final class Gate: @unchecked Sendable {
+    private let lock = NSLock()
+    private var waiting: CheckedContinuation<Void, Never>?
+    private var isOpen = false
+    private var went = false
+
+    var passed: Bool { lock.withLock { went } }
+
+    func pass() async {
+        await withCheckedContinuation { continuation in
+            let now = lock.withLock { () -> Bool in
+                if isOpen { return true }
+                waiting = continuation
+                return false
+            }
+            if now { continuation.resume() }
+        }
+        lock.withLock { went = true }
+    }
+
+    func open() {
+        let parked = lock.withLock { () -> CheckedContinuation<Void, Never>? in
+            isOpen = true
+            defer { waiting = nil }
+            return waiting
+        }
+        parked?.resume()
     }
 }
