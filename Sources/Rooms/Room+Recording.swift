@@ -147,13 +147,13 @@ extension Room {
     /// and the room tells it (`recording.failed`), and goes on.
     func writeRecording() {
         // Pages come once a second: only then is there anything to write or a failure to see.
-        guard var files = recordingFiles, !output.recordingWrites.isEmpty || !output.trackWrites.isEmpty else { return }
-        if !output.recordingWrites.isEmpty { files.mix.append(output.recordingWrites) }
-        files.write(output.trackWrites)
-        recordingFiles = files
-        guard let failure = files.failed, let id = core.recordingId else { return }
+        guard recordingFiles != nil, !output.recordingWrites.isEmpty || !output.trackWrites.isEmpty else { return }
+        // In place through the optional: a copy would copy the open-files table on each write.
+        if !output.recordingWrites.isEmpty { recordingFiles?.mix.append(output.recordingWrites) }
+        recordingFiles?.write(output.trackWrites)
+        guard let failure = recordingFiles?.failed, let id = core.recordingId else { return }
         _ = core.stopRecording(now: clock.now(), into: &output)
-        _ = files.close()
+        _ = recordingFiles?.close()
         recordingFiles = nil
         logger.error("recording failed", metadata: ["recordingId": "\(id)", "error": "\(failure)"])
         publish(RoomCoreEvent(name: RoomEventName.recordingFailed.rawValue, fields: ["recordingId": .string(id), "error": .string(failure)],

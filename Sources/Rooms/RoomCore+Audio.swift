@@ -73,8 +73,8 @@ extension RoomCore {
         // (a mutation through it would copy all of it: measured as most of a 1,000-participant
         // tick once), and looking each one up hashes its call ID.
         for participant in members { feedMixer(participant, now: now) }
-        if recording != nil { recordSkippedTicks(now: now) }
-        if recording?.perParticipant == true { recordTracks() }
+        recordSkippedTicks(now: now)
+        recordTracks()
         let tick = mixer.tick(now: now)
         encoders.fullSources = nil
         var live = Set<MixEncoders.Key>()

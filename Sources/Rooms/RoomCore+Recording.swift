@@ -99,7 +99,7 @@ extension RoomCore {
     public func stopRecording(now time: MediaTime, into output: inout RoomOutput) -> RecordingSummary? {
         guard recording != nil else { return nil }
         return step(at: time, &output) {
-            for id in (recording?.tracks.keys).map({ $0.sorted { $0.rawValue < $1.rawValue } }) ?? [] { endTrack(id) }
+            for id in recording?.tracks.keys.sorted(by: { $0.rawValue < $1.rawValue }) ?? [] { endTrack(id) }
             guard var active = recording else { return nil }
             self.output.recordingWrites.append(active.writer.finish())
             recording = nil
@@ -115,15 +115,16 @@ extension RoomCore {
     /// it catches up, on an overloaded machine) become silence, so a 20 s recording lasts 20 s
     /// and the tracks stay lined up with the mix (their writers fill up to the same count).
     func recordSkippedTicks(now: MediaTime) {
-        guard let active = recording else { return }
-        guard let first = active.firstTickAt else {
+        // Fields read through the optional: a copy of the recording would retain its buffers.
+        guard let ticks = recording?.ticks else { return }
+        guard let first = recording?.firstTickAt else {
             recording?.firstTickAt = now
             return
         }
         let expected = (now.nanoseconds(since: first) + 10_000_000) / 20_000_000
-        guard expected > active.ticks else { return }
+        guard expected > ticks else { return }
         // At most a minute per tick: a longer stall is filled over the next ticks.
-        for _ in 0..<min(expected - active.ticks, 3_000) { recordTick(nil) }
+        for _ in 0..<min(expected - ticks, 3_000) { recordTick(nil) }
     }
 
     /// At the end of each audio tick: the tick's full-mix packet (or silence) into the stream.

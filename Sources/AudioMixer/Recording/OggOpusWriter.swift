@@ -69,7 +69,7 @@ public struct OggOpusWriter: Sendable {
     /// `samples` of silence (a gap in a participant's stream), in as few packets as cover it.
     public mutating func appendSilence(samples: Int) -> [UInt8] {
         var out: [UInt8] = []
-        for (length, packet) in silence.covering(samples) { out += add(packet, samples: length) }
+        silence.forEachPacket(covering: samples) { length, packet in out += add(packet, samples: length) }
         return out
     }
 

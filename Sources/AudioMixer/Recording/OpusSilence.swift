@@ -5,9 +5,12 @@
 public struct OpusSilence: Sendable {
     /// (duration in 48 kHz samples, packet), longest first.
     public let packets: [(samples: Int, packet: [UInt8])]
+    /// The 20 ms packet (a one-byte CELT silence frame if none was given): every silent mix tick.
+    public let twentyMilliseconds: [UInt8]
 
     public init(packets: [(samples: Int, packet: [UInt8])]) {
         self.packets = packets.filter { $0.samples > 0 && !$0.packet.isEmpty }.sorted { $0.samples > $1.samples }
+        twentyMilliseconds = self.packets.first { $0.samples == AudioCodecFormat.frameSamples }?.packet ?? [0xF8]
     }
 
     /// Only a 20 ms packet (tests, and the mix, whose ticks are all 20 ms).
@@ -15,23 +18,17 @@ public struct OpusSilence: Sendable {
         self.init(packets: [(AudioCodecFormat.frameSamples, packet)])
     }
 
-    /// The 20 ms packet (a one-byte CELT silence frame if none was given).
-    public var twentyMilliseconds: [UInt8] {
-        packets.first { $0.samples == AudioCodecFormat.frameSamples }?.packet ?? [0xF8]
-    }
-
-    /// Packets whose durations add up to `samples`, longest first; a remainder shorter than the
-    /// shortest packet (never: Opus durations are multiples of 2.5 ms) is left out.
-    public func covering(_ samples: Int) -> [(samples: Int, packet: [UInt8])] {
+    /// Calls `body` with packets whose durations add up to `samples`, longest first, without
+    /// gathering them (a silent participant's track fills a gap every tick); a remainder
+    /// shorter than the shortest packet (never: Opus durations are multiples of 2.5 ms) is left out.
+    public func forEachPacket(covering samples: Int, _ body: (_ samples: Int, _ packet: [UInt8]) -> Void) {
         var left = samples
-        var result: [(samples: Int, packet: [UInt8])] = []
         for entry in packets {
             while left >= entry.samples {
-                result.append(entry)
+                body(entry.samples, entry.packet)
                 left -= entry.samples
             }
         }
-        return result
     }
 
     /// Silence at 20, 10, 5 and 2.5 ms from fresh encoders (the third packet of each: the first
