@@ -29,7 +29,10 @@ ROOM_EVENTS = ["room.started", "participant.joined", "participant.joined", "part
 
 @pytest.fixture
 def webhook_server(chorus_bin: str, tmp_path: Path):
-    yield from started(ChorusServer(chorus_bin, tmp_path / "chorus.sqlite", tmp_path / "chorus.log",
+    # Its own database and log: a test that also takes `chorus_server` (same tmp_path) would
+    # otherwise run two servers on one outbox, and the other's dispatcher, without
+    # --webhooks-allow-private, could claim this one's deliveries and refuse the loopback receiver.
+    yield from started(ChorusServer(chorus_bin, tmp_path / "webhooks.sqlite", tmp_path / "webhooks.log",
                                     extra_args=["--webhooks-allow-private"]))
 
 
