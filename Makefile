@@ -32,7 +32,7 @@ PY := $(VENV)/bin/python
 HTTP_PORT ?= 8080
 OUTPUT := test-output
 
-.PHONY: run test deps venv build build-release unit interop tsan bench bench-thresholds bench-instructions bench-compare bench-cluster bench-lanes bench-mouth-to-ear fuzz fuzz-smoke fuzz-campaign bench-build soak clean
+.PHONY: run test deps venv build build-release unit interop tsan bench bench-thresholds bench-instructions bench-compare bench-cluster bench-lanes bench-capacity bench-mouth-to-ear fuzz fuzz-smoke fuzz-campaign bench-build soak clean
 
 run: deps build-release
 	.build/release/chorus serve --db ./chorus.sqlite --demo --http-port $(HTTP_PORT)
@@ -132,6 +132,13 @@ bench-compare: deps build-release
 # in docs/PERFORMANCE.md, each named for what it measures.
 bench-mouth-to-ear: deps venv build-release
 	CHORUS_BIN=$(CURDIR)/.build/release/chorus $(PY) Benchmarks/MouthToEar/mouth_to_ear.py
+
+# Capacity side by side: the largest single room (3 talkers) and the most rooms of 10 (1 talker)
+# that Chorus, Janus with its defaults and Janus with a prebuffer matched to Chorus's each carry
+# under the same bar, 3 of 3 runs per size, searches interleaved (Benchmarks/Capacity/capacity.py;
+# root for Janus's network namespace; results in bench-output/capacity, docs/PERFORMANCE.md).
+bench-capacity: deps build-release
+	$(SUDO) python3 Benchmarks/Capacity/capacity.py
 
 # One big room (3 talkers) with every room on one queue and with lanes, interleaved, sizes
 # 1,500-3,000 (Benchmarks/Capacity/room-lanes.sh; results in bench-output/lanes, docs/PERFORMANCE.md).

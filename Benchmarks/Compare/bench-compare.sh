@@ -3,8 +3,9 @@
 # (AudioBridge, Debian's package) on this machine, in one run, with one client (`chorus load`).
 #
 # Janus runs in a network namespace that this script creates (Benchmarks/Janus/janus-netns.sh:
-# Janus never offers candidates on loopback), first with its defaults, then tuned with
-# event_loops = 2. Chorus runs on loopback from the release build. Each run writes
+# Janus never offers candidates on loopback), with its defaults and tuned with event_loops = 2.
+# Chorus runs on loopback from the release build. The runs are interleaved: each scenario runs
+# against the three servers back to back, each on a freshly started server. Each run writes
 # results.json and report.html under $OUT/<server>-<scenario>/; the comparison table is
 # $OUT/compare.md (also printed).
 #
@@ -61,38 +62,44 @@ run_load() {
     "$BIN" "${args[@]}" || echo "($label $name did not pass; see $OUT/$label-$name/results.json)" >&2
 }
 
-log "Chorus (release build, loopback)"
-# The old log goes first: the banner check below could otherwise read it before the new server
-# truncates it, and take an old run's key.
-rm -f "$OUT"/chorus.sqlite* "$OUT/chorus.log"
-"$BIN" serve --db "$OUT/chorus.sqlite" --dev-app --http-host 127.0.0.1 --http-port "$HTTP_PORT" \
-    --media-port 0 --rate-limit 0 --log-level warning >"$OUT/chorus.log" 2>&1 &
-chorus_pid=$!
-for _ in $(seq 1 100); do
-    grep -q '^  secret:' "$OUT/chorus.log" 2>/dev/null && break
-    sleep 0.1
+# A fresh server for each run. Chorus's old log goes first: the banner check could otherwise
+# read it before the new server truncates it, and take an old run's key.
+start_chorus() {
+    rm -f "$OUT"/chorus.sqlite* "$OUT/chorus.log"
+    "$BIN" serve --db "$OUT/chorus.sqlite" --dev-app --http-host 127.0.0.1 --http-port "$HTTP_PORT" \
+        --media-port 0 --rate-limit 0 --log-level warning >"$OUT/chorus.log" 2>&1 &
+    chorus_pid=$!
+    for _ in $(seq 1 100); do
+        grep -q '^  secret:' "$OUT/chorus.log" 2>/dev/null && break
+        sleep 0.1
+    done
+    key=$(awk '/^  key:/ {print $2}' "$OUT/chorus.log")
+    secret=$(awk '/^  secret:/ {print $2}' "$OUT/chorus.log")
+    [[ -n $key && -n $secret ]] || { echo "chorus did not start:" >&2; cat "$OUT/chorus.log" >&2; exit 1; }
+}
+stop_chorus() { kill "$chorus_pid"; wait "$chorus_pid" 2>/dev/null || true; chorus_pid=""; }
+
+# Interleaved: for each scenario, Chorus, then Janus with its defaults, then Janus tuned, back to
+# back, so that the servers are compared under the machine's state of the same minute.
+for spec in "${SCENARIOS[@]}"; do
+    start_chorus
+    run_load chorus chorus "http://127.0.0.1:$HTTP_PORT" "$chorus_pid" "$spec" "$key" "$secret"
+    stop_chorus
+    janus_pid=$("$NETNS" up "$OUT/janus.log")
+    run_load janus janus "$JANUS_URL" "$janus_pid" "$spec"
+    "$NETNS" down
+    if [[ ${SKIP_TUNED:-0} != 1 ]]; then
+        janus_pid=$(EVENT_LOOPS=2 "$NETNS" up "$OUT/janus2.log")
+        run_load janus2 janus "$JANUS_URL" "$janus_pid" "$spec"
+        "$NETNS" down
+    fi
 done
-key=$(awk '/^  key:/ {print $2}' "$OUT/chorus.log")
-secret=$(awk '/^  secret:/ {print $2}' "$OUT/chorus.log")
-[[ -n $key && -n $secret ]] || { echo "chorus did not start:" >&2; cat "$OUT/chorus.log" >&2; exit 1; }
-for spec in "${SCENARIOS[@]}"; do run_load chorus chorus "http://127.0.0.1:$HTTP_PORT" "$chorus_pid" "$spec" "$key" "$secret"; done
 if [[ ${CHORUS_ONLY:-0} == 1 ]]; then
     for spec in "${BIG[@]}"; do
+        start_chorus
         RAMP_UP=${BIG_RAMP_UP:-100} run_load chorus chorus "http://127.0.0.1:$HTTP_PORT" "$chorus_pid" "$spec" "$key" "$secret"
+        stop_chorus
     done
-fi
-kill "$chorus_pid"; wait "$chorus_pid" 2>/dev/null || true; chorus_pid=""
-
-log "Janus 1.1.2, defaults (network namespace)"
-janus_pid=$("$NETNS" up "$OUT/janus.log")
-for spec in "${SCENARIOS[@]}"; do run_load janus janus "$JANUS_URL" "$janus_pid" "$spec"; done
-"$NETNS" down
-
-if [[ ${SKIP_TUNED:-0} != 1 ]]; then
-    log "Janus 1.1.2, event_loops = 2"
-    janus_pid=$(EVENT_LOOPS=2 "$NETNS" up "$OUT/janus2.log")
-    for spec in "${SCENARIOS[@]}"; do run_load janus2 janus "$JANUS_URL" "$janus_pid" "$spec"; done
-    "$NETNS" down
 fi
 
 python3 Benchmarks/Compare/compare_table.py "$OUT" | tee "$OUT/compare.md"

@@ -16,6 +16,10 @@ actor JanusSignaling: LoadSignaling {
     }
 
     let http: LoadHTTP
+    /// AudioBridge `default_prebuffering` for the run's rooms, in 20 ms packets; nil keeps
+    /// Janus's default (6 packets, 120 ms). The capacity search also runs Janus with 2, Chorus's
+    /// 40 ms jitter-buffer start, so that its latency is compared on equal terms.
+    let prebufferPackets: Int?
     /// Room numbers of this run (AudioBridge and VideoRoom alike): a random base plus the room's
     /// index, so concurrent runs do not collide.
     let roomBase: UInt64
@@ -31,8 +35,9 @@ actor JanusSignaling: LoadSignaling {
     private var keeper: Task<Void, Never>?
     private var transactions = 0
 
-    init(http: LoadHTTP) {
+    init(http: LoadHTTP, prebufferPackets: Int? = nil) {
         self.http = http
+        self.prebufferPackets = prebufferPackets
         roomBase = UInt64(UInt32.random(in: 1_000_000...UInt32.max)) << 8
     }
 
@@ -43,11 +48,12 @@ actor JanusSignaling: LoadSignaling {
         for index in 0..<count {
             let room = roomBase + UInt64(index)
             // 48 kHz as a WebRTC client sends; everything else stays Janus's default (Opus
-            // complexity 4 per participant, 20 ms frames, prebuffering of 6 packets).
-            let reply = try await post("/janus/\(session)/\(control)", [
-                "janus": "message", "body": ["request": "create", "room": room, "sampling_rate": 48_000,
-                                             "audiolevel_ext": true, "permanent": false] as [String: Any],
-            ])
+            // complexity 4 per participant, 20 ms frames, prebuffering of 6 packets) unless the
+            // run sets the prebuffering.
+            var body: [String: Any] = ["request": "create", "room": room, "sampling_rate": 48_000,
+                                       "audiolevel_ext": true, "permanent": false]
+            if let prebufferPackets { body["default_prebuffering"] = prebufferPackets }
+            let reply = try await post("/janus/\(session)/\(control)", ["janus": "message", "body": body])
             guard Self.pluginData(reply)?["audiobridge"] as? String == "created" else {
                 throw Failure(description: "Janus AudioBridge create: \(Self.text(reply))")
             }

@@ -20,6 +20,11 @@ public struct LoadResults: Codable, Sendable, Equatable {
         public var simulcast: Bool?
         public var transportCC: Bool?
         public var transport: String?
+        /// Against Janus: the AudioBridge prebuffering the rooms were created with, in packets
+        /// (absent: Janus's default, 6).
+        public var janusPrebufferPackets: Int?
+        /// The generator's event loops (absent in results written when it had one).
+        public var eventLoops: Int?
 
         public init(target: String, url: String, rooms: Int, participantsPerRoom: Int, talkersPerRoom: Int,
                     video: Bool, slots: Int, durationSeconds: Double, rampUpPerSecond: Double,

@@ -62,10 +62,7 @@ extension LoadRunner {
     /// Gives the last handshakes (of every connection) up to 5 s before going on.
     func awaitHandshakes() async throws {
         for _ in 0..<50 {
-            let pending = try await loop.submit {
-                (self.participants + self.auxiliaries).filter { $0.phase == .checking || $0.phase == .handshaking }.count
-            }.get()
-            if pending == 0 { break }
+            if try await onEveryShard(\.pendingHandshakes).reduce(0, +) == 0 { break }
             try await Task.sleep(nanoseconds: 100_000_000)
         }
     }
@@ -86,7 +83,8 @@ extension LoadRunner {
         try? await loop.submit { self.joinFailures.append(text) }.get()
     }
 
-    /// Binds a socket for `participant`, lets `negotiate` turn its offer into an answer, and
+    /// Binds a socket for `participant` (on the group's next loop, so connections spread
+    /// round-robin over the shards), lets `negotiate` turn its offer into an answer, and
     /// starts ICE (we offered, so we control).
     func connect(_ participant: LoadParticipant, negotiate: (String) async throws -> LoadJoin) async throws {
         if configuration.tcp {
@@ -119,8 +117,9 @@ extension LoadRunner {
     func begin(_ participant: LoadParticipant, on channel: any Channel, answer: LoadSDP.Answer, started: MediaTime,
                controlling: Bool, framed: Bool = false, hangUp: @escaping @Sendable () async -> Void) async throws {
         let server = try SocketAddress(ipAddress: answer.host, port: answer.port)
-        try await loop.submit {
-            participant.confine(to: self.loop)
+        let shard = shard(of: channel)
+        try await shard.loop.submit {
+            participant.confine(to: shard.loop)
             participant.joinStartedAt = started
             participant.send = framed ? { bytes in
                 guard bytes.count <= Int(UInt16.max) else { return }
@@ -133,20 +132,18 @@ extension LoadRunner {
                 buffer.writeBytes(bytes)
                 channel.writeAndFlush(AddressedEnvelope(remoteAddress: server, data: buffer), promise: nil)
             }
-            if participant.role == .member { self.participants.append(participant) } else { self.auxiliaries.append(participant) }
-            self.channels.append(channel)
-            self.hangUps.append(hangUp)
+            shard.adopt(participant, channel: channel, hangUp: hangUp)
             participant.start(answer, now: .now(), controlling: controlling)
         }.get()
     }
 
     /// Every participant hangs up, a few at a time.
     func leaveAll() async {
-        let hangUps = (try? await loop.submit { () -> [@Sendable () async -> Void] in
-            for participant in self.participants + self.auxiliaries { participant.leaving = true }
-            return self.hangUps
-        }.get()) ?? []
-        _ = await forEach(hangUps) { hangUp in await hangUp() }
+        let hangUps: [[@Sendable () async -> Void]] = (try? await onEveryShard { shard in
+            for participant in shard.participants + shard.auxiliaries { participant.leaving = true }
+            return shard.hangUps
+        }) ?? []
+        _ = await forEach(hangUps.flatMap { $0 }) { hangUp in await hangUp() }
     }
 
     /// Runs `body` for every element, 8 at a time (the joins' pace), and returns the results.

@@ -3,17 +3,16 @@ import Foundation
 import NIOCore
 
 extension LoadRunner {
-    /// Every 5 ms on the event loop: each participant's checks, retransmissions and due frames.
-    func startTicking() -> RepeatedTask {
-        loop.scheduleRepeatedTask(initialDelay: .milliseconds(5), delay: .milliseconds(5)) { _ in
-            let now = MediaTime.now()
-            self.noteTick(at: now)
-            for participant in self.participants { participant.tick(now: now) }
-            for connection in self.auxiliaries { connection.tick(now: now) }
-        }
+    /// Every 5 ms on every shard's loop: each connection's checks, retransmissions and due
+    /// frames (`LoadShard.startTicking`), one ticker per shard, in shard order.
+    func startTicking() -> [RepeatedTask] {
+        // At most 2,000,000 lags in all, shared out (about 2.8 hours of ticks on one loop).
+        let maximumLags = 2_000_000 / shards.count
+        return shards.map { $0.startTicking(window: window, maximumLags: maximumLags) }
     }
 
-    /// Once a second: established count, audio received and lost, latency, CPU and memory.
+    /// Once a second on the home loop: established count, audio received and lost, latency
+    /// (every shard's part, gathered from its loop), CPU and memory.
     func startSampling(since start: Date) -> RepeatedTask {
         let serverPID = configuration.serverPID ?? ProcessUsage.findServer(target: configuration.target)
         var server = serverPID.map(ProcessUsage.init)
@@ -24,39 +23,37 @@ extension LoadRunner {
         let meters = NIOLoopBoundBox.makeBoxSendingValue((server: server, generator: generator), eventLoop: loop)
         return loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
             let now = MediaTime.now()
-            var received = 0, expected = 0, established = 0
-            var latencies: [Double] = []
-            for participant in self.participants {
-                if participant.phase == .established { established += 1 }
-                let interval = participant.takeInterval()
-                received += interval.received
-                expected += interval.expected
-                latencies += participant.latencies.filter { now.nanoseconds(since: $0.at) < 1_000_000_000 }.map(\.ms)
-            }
             let serverUsage = meters.value.server?.sample()
             let own = meters.value.generator.sample()
-            let lossPercent = expected > 0 ? Double(max(0, expected - received)) * 100 / Double(expected) : 0
-            self.samples.append(LoadResults.Sample(
-                second: Date().timeIntervalSince(start), established: established, audioPacketsReceived: received,
-                audioLossPercent: lossPercent, latencyMedianMs: LoadResults.Distribution(latencies).p50,
-                serverCPUCores: serverUsage?.cores, serverMemoryMB: serverUsage?.residentMB,
-                generatorCPUCores: own.cores ?? 0))
-            self.progress(String(format: "running: %d established, loss %.2f %%, latency p50 %.0f ms, server %.2f cores",
-                                 established, lossPercent, LoadResults.Distribution(latencies).p50,
-                                 serverUsage?.cores ?? 0))
+            let second = Date().timeIntervalSince(start)
+            let parts = self.shards.map { shard in shard.loop.submit { shard.sample(now: now) } }
+            EventLoopFuture.whenAllSucceed(parts, on: self.loop).whenSuccess { parts in
+                let received = parts.reduce(0) { $0 + $1.received }, expected = parts.reduce(0) { $0 + $1.expected }
+                let established = parts.reduce(0) { $0 + $1.established }
+                let latency = LoadResults.Distribution(parts.flatMap(\.latencies)).p50
+                let lossPercent = expected > 0 ? Double(max(0, expected - received)) * 100 / Double(expected) : 0
+                self.samples.append(LoadResults.Sample(
+                    second: second, established: established, audioPacketsReceived: received,
+                    audioLossPercent: lossPercent, latencyMedianMs: latency,
+                    serverCPUCores: serverUsage?.cores, serverMemoryMB: serverUsage?.residentMB,
+                    generatorCPUCores: own.cores ?? 0))
+                self.progress(String(format: "running: %d established, loss %.2f %%, latency p50 %.0f ms, server %.2f cores",
+                                     established, lossPercent, latency, serverUsage?.cores ?? 0))
+            }
         }
     }
 
     /// The run's results, on the event loop after the media stopped.
-    func results(started: Date) -> LoadResults {
+    func results(started: Date, contents: [LoadShard.Contents]) -> LoadResults {
         let configuration = self.configuration
+        let participants = contents.flatMap(\.participants)
         let established = participants.filter { $0.establishedAt != nil }
         let joinTimes = established.compactMap { participant in
             participant.establishedAt.map { Double($0.nanoseconds(since: participant.joinStartedAt)) / 1e6 }
         }
         var received = 0, expected = 0, withAudio = 0, jitters: [Double] = []
         var deaf: [String] = []
-        let video = videoTotals()
+        let video = videoTotals(participants, auxiliaries: contents.flatMap(\.auxiliaries))
         for participant in participants {
             let streams = participant.streams.values
             let got = streams.reduce(0) { $0 + $1.received }
@@ -75,26 +72,30 @@ extension LoadRunner {
         for participant in participants { errors += participant.errors.prefix(1) }
         let total = configuration.rooms * configuration.participants
         let passed = joinFailures.isEmpty && established.count == total && deaf.isEmpty && video.blind.isEmpty
-        let onsets = onsetTally()
+        let onsets = onsetTally(participants)
+        var scenario = LoadResults.Scenario(
+            target: configuration.target, url: configuration.url, rooms: configuration.rooms,
+            participantsPerRoom: configuration.participants, talkersPerRoom: configuration.talkers,
+            video: configuration.video, slots: configuration.video ? configuration.slots : 0,
+            durationSeconds: configuration.durationSeconds, rampUpPerSecond: configuration.rampUpPerSecond,
+            simulcast: configuration.simulcast, transportCC: configuration.transportCC,
+            transport: configuration.tcp ? "tcp" : "udp")
+        scenario.janusPrebufferPackets = configuration.janusPrebufferPackets
+        scenario.eventLoops = shards.count
         var results = LoadResults(
-            scenario: .init(target: configuration.target, url: configuration.url, rooms: configuration.rooms,
-                            participantsPerRoom: configuration.participants, talkersPerRoom: configuration.talkers,
-                            video: configuration.video, slots: configuration.video ? configuration.slots : 0,
-                            durationSeconds: configuration.durationSeconds,
-                            rampUpPerSecond: configuration.rampUpPerSecond, simulcast: configuration.simulcast,
-                            transportCC: configuration.transportCC, transport: configuration.tcp ? "tcp" : "udp"),
+            scenario: scenario,
             startedAt: started, participants: total, joined: participants.count, established: established.count,
             joinTime: LoadResults.Distribution(joinTimes), listenersWithAudio: withAudio,
             participantsInDTX: participants.filter(\.sendsDTX).count,
             audioPacketsReceived: received, audioPacketsExpected: expected,
             audioLossPercent: expected > 0 ? Double(max(0, expected - received)) * 100 / Double(expected) : 0,
             audioJitter: LoadResults.Distribution(jitters),
-            audioRateLossPercent: rateLossPercent(),
+            audioRateLossPercent: rateLossPercent(participants),
             mouthToEar: LoadResults.Distribution(participants.flatMap { participant in
-                participant.latencies.filter { $0.at >= self.steadyFrom }.map(\.ms)
+                participant.latencies.filter { $0.at >= self.window.from }.map(\.ms)
             } + Array(repeating: Self.onsetDeadlineMs, count: onsets.expected - onsets.detected)),
             onsetsExpected: onsets.expected, onsetsDetected: onsets.detected,
-            generatorTickLag: LoadResults.Distribution(tickLags), bars: configuration.bars,
+            generatorTickLag: LoadResults.Distribution(contents.flatMap(\.tickLags)), bars: configuration.bars,
             videoFramesReceived: video.frames, videoPacketsReceived: video.received,
             videoSubscribers: video.subscribers, subscribersWithVideo: video.subscribers - video.blind.count,
             videoLossPercent: video.expected > 0 ? Double(max(0, video.expected - video.received)) * 100 / Double(video.expected) : 0,
@@ -116,7 +117,7 @@ extension LoadRunner {
 
     /// Audio received in the window by the listeners that must hear it, against what the
     /// streams' timing says was sent (`WindowRate`), percent short; nil when nobody must hear.
-    func rateLossPercent() -> Double? {
+    func rateLossPercent(_ participants: [LoadParticipant]) -> Double? {
         let rates = participants.filter(\.expectsAudio).flatMap { $0.windowRates.values }
         let expected = rates.reduce(0) { $0 + $1.expected }
         guard expected > 0 else { return nil }
@@ -126,8 +127,9 @@ extension LoadRunner {
 
     /// Each probe's bursts to hear: those its room's burst talker started in the window, a
     /// deadline before its end, and of those the ones it detected.
-    func onsetTally() -> (expected: Int, detected: Int) {
+    func onsetTally(_ participants: [LoadParticipant]) -> (expected: Int, detected: Int) {
         let deadline = UInt64(Self.onsetDeadlineMs * 1e6)
+        let steadyFrom = window.from, steadyUntil = window.until
         guard steadyUntil.nanoseconds != .max, steadyUntil.nanoseconds > steadyFrom.nanoseconds + deadline else {
             return (0, 0)
         }
@@ -143,7 +145,7 @@ extension LoadRunner {
 
     /// Video received in every slot: frames, packets, expected packets, and the subscribers that
     /// should have seen some (a slot and another camera in the room) but saw none.
-    private func videoTotals() -> (frames: Int, received: Int, expected: Int, subscribers: Int, blind: [String]) {
+    private func videoTotals(_ participants: [LoadParticipant], auxiliaries: [LoadParticipant]) -> (frames: Int, received: Int, expected: Int, subscribers: Int, blind: [String]) {
         var totals = (frames: 0, received: 0, expected: 0, subscribers: 0, blind: [String]())
         let watches = configuration.video && configuration.slots > 0 && configuration.participants > 1
         // A member's frames arrive on its own connection, or (Janus) on its subscriber connections.

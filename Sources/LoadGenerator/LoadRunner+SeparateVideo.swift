@@ -12,7 +12,7 @@ extension LoadRunner {
     func joinSeparateVideo(_ video: any LoadSeparateVideoSignaling, context: DTLSContext, camera: LoadCamera)
         async throws
     {
-        let members = try await loop.submit { self.participants }.get()
+        let members = try await onEveryShard(\.participants).flatMap { $0 }
         let feeds = await forEach(members) { member -> (ObjectIdentifier, UInt64)? in
             let connection = LoadParticipant(
                 room: member.room, userId: member.userId, audio: nil, timeline: member.timeline, isBurstTalker: false,
@@ -63,7 +63,7 @@ extension LoadRunner {
                 guard let port = channel.localAddress?.port else { throw LoadHTTP.Failure(description: "no local port") }
                 let subscription = try await video.subscribe(room: member.room, feed: feed)
                 let offer = try LoadSDP.parseAnswer(subscription.offer)
-                let answer = try await loop.submit {
+                let answer = try await channel.eventLoop.submit {
                     connection.answer(toOffer: subscription.offer, host: self.localHost, port: port)
                 }.get()
                 try await subscription.start(answer)

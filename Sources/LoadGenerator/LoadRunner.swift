@@ -35,8 +35,12 @@ public struct LoadConfiguration: Sendable {
     /// Media over ICE-TCP (RFC 6544, the answer's passive TCP candidate, RFC 4571 framing)
     /// instead of UDP.
     public var tcp = false
+    /// Event loops the simulated participants are spread over (a connection stays on one).
+    public var eventLoops = System.coreCount
     /// What the run must meet to pass (`LoadBars`).
     public var bars = LoadBars()
+    /// Against Janus: AudioBridge prebuffering in packets (nil: Janus's default of 6).
+    public var janusPrebufferPackets: Int?
 
     public init(url: String, appKey: String, appSecret: String, rooms: Int, participants: Int, talkers: Int,
                 durationSeconds: Double, rampUpPerSecond: Double, output: URL, target: String) {
@@ -61,12 +65,14 @@ public enum LoadDTX: String, Sendable, CaseIterable {
 }
 
 /// Drives one load run: creates the rooms, registers and joins every simulated participant
-/// through the REST API at the ramp-up rate, runs their media on one NIO event loop for the
-/// duration, samples once a second, leaves, and returns the results.
+/// through the REST API at the ramp-up rate, runs their media for the duration on one NIO event
+/// loop per core (`LoadShard`: a connection lives on the loop its socket was bound on), samples
+/// once a second, leaves, and returns the results.
 ///
-/// All participant state lives on the single event loop; this type only hops onto it. Its own
-/// mutable state is in `onLoop`, a `NIOLoopBoundBox` that checks every access is on the loop,
-/// so the class is `Sendable` without `@unchecked`.
+/// The runner's own mutable state (samples, join failures) lives on the first loop, the home
+/// loop, in `onLoop`, a `NIOLoopBoundBox` that checks every access is on it; each shard keeps
+/// its connections the same way, and the measured window is atomic (`LoadWindow`). So the class
+/// is `Sendable` without `@unchecked`.
 public final class LoadRunner: Sendable {
     let configuration: LoadConfiguration
     let signaling: any LoadSignaling
@@ -78,40 +84,21 @@ public final class LoadRunner: Sendable {
     /// (127.0.0.1 for a local Chorus, the veth address for Janus in its network namespace).
     let localHost: String
     let group: MultiThreadedEventLoopGroup
-    /// The group's one loop: every participant, socket and timer of the run lives on it.
-    let loop: any EventLoop
+    /// One shard per loop of `group`; sockets are bound round-robin over the loops.
+    let shards: [LoadShard]
+    /// The home loop: the runner's samples and join failures, and where the results are made.
+    var loop: any EventLoop { shards[0].loop }
     let runID: String
-    /// What only the event loop touches; the box traps on an access from any other thread.
+    /// The measured period: a second after the last join until the media stopped.
+    let window = LoadWindow()
+    /// What only the home loop touches; the box traps on an access from any other thread.
     private let onLoop: NIOLoopBoundBox<LoopState>
 
     struct LoopState {
-        var participants: [LoadParticipant] = []
-        var auxiliaries: [LoadParticipant] = []
-        var channels: [any Channel] = []
         var samples: [LoadResults.Sample] = []
         var joinFailures: [String] = []
-        var hangUps: [@Sendable () async -> Void] = []
-        var steadyFrom = MediaTime(nanoseconds: .max)
-        var steadyUntil = MediaTime(nanoseconds: .max)
-        /// How late each generator tick ran in the measured window, ms, and the last tick.
-        var tickLags: [Double] = []
-        var lastTickAt: MediaTime?
     }
 
-    // The loop state by name (each access checked by `onLoop`).
-    var participants: [LoadParticipant] {
-        get { onLoop.value.participants }
-        _modify { yield &onLoop.value.participants }
-    }
-    /// The extra connections of a server that carries video apart (Janus VideoRoom).
-    var auxiliaries: [LoadParticipant] {
-        get { onLoop.value.auxiliaries }
-        _modify { yield &onLoop.value.auxiliaries }
-    }
-    var channels: [any Channel] {
-        get { onLoop.value.channels }
-        _modify { yield &onLoop.value.channels }
-    }
     var samples: [LoadResults.Sample] {
         get { onLoop.value.samples }
         _modify { yield &onLoop.value.samples }
@@ -120,39 +107,25 @@ public final class LoadRunner: Sendable {
         get { onLoop.value.joinFailures }
         _modify { yield &onLoop.value.joinFailures }
     }
-    /// How each joined participant hangs up, in join order.
-    var hangUps: [@Sendable () async -> Void] {
-        get { onLoop.value.hangUps }
-        _modify { yield &onLoop.value.hangUps }
-    }
-    /// The measured period starts a second after the last join: before, jitter buffers are
-    /// still settling and the first onsets say more about start-up than about the server.
-    var steadyFrom: MediaTime {
-        get { onLoop.value.steadyFrom }
-        set { onLoop.value.steadyFrom = newValue }
+
+    /// The shard whose loop serves `channel`.
+    func shard(of channel: any Channel) -> LoadShard {
+        shards.first { $0.loop === channel.eventLoop } ?? shards[0]
     }
 
-    /// The end of the measured period: when the media stopped.
-    var steadyUntil: MediaTime {
-        get { onLoop.value.steadyUntil }
-        set { onLoop.value.steadyUntil = newValue }
+    /// `body` on every shard's loop, in shard order.
+    func onEveryShard<Result: Sendable>(_ body: @escaping @Sendable (LoadShard) -> Result) async throws -> [Result] {
+        var results: [Result] = []
+        for shard in shards { results.append(try await shard.loop.submit { body(shard) }.get()) }
+        return results
     }
-
-    /// Records how late a 5 ms tick ran (after the previous one, plus 5 ms), in the window.
-    func noteTick(at now: MediaTime) {
-        if let last = onLoop.value.lastTickAt, now >= steadyFrom, onLoop.value.tickLags.count < 2_000_000 {
-            onLoop.value.tickLags.append(max(0, Double(now.nanoseconds(since: last)) / 1e6 - 5))
-        }
-        onLoop.value.lastTickAt = now
-    }
-
-    var tickLags: [Double] { onLoop.value.tickLags }
 
     public init(configuration: LoadConfiguration) throws {
         self.configuration = configuration
-        group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        loop = group.next()
-        onLoop = .makeBoxSendingValue(LoopState(), eventLoop: loop)
+        group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.eventLoops))
+        let shards = group.makeIterator().map(LoadShard.init(loop:))
+        self.shards = shards
+        onLoop = .makeBoxSendingValue(LoopState(), eventLoop: shards[0].loop)
         let runID = String(UInt32.random(in: 0...UInt32.max), radix: 36)
         self.runID = runID
         let http = try LoadHTTP(url: configuration.url)
@@ -162,7 +135,7 @@ public final class LoadRunner: Sendable {
             signaling = ChorusSignaling(http: http, appKey: configuration.appKey, appSecret: configuration.appSecret,
                                         runID: runID)
         case "janus":
-            signaling = JanusSignaling(http: http)
+            signaling = JanusSignaling(http: http, prebufferPackets: configuration.janusPrebufferPackets)
         default:
             throw LoadHTTP.Failure(description: "unknown target \(configuration.target): chorus or janus")
         }
@@ -183,29 +156,31 @@ public final class LoadRunner: Sendable {
             ? (configuration.simulcast ? try LoadCamera.simulcast() : LoadCamera.single(try LoadVideo.make())) : nil
         try await signaling.createRooms(count: configuration.rooms, participants: configuration.participants,
                                         videoSlots: configuration.video ? configuration.slots : 0)
-        let ticker = startTicking()
+        let tickers = startTicking()
         let sampler = startSampling(since: started)
         try await joinAll(context: context, audio: audio, camera: configuration.video && separateVideo == nil ? camera : nil)
         if let separateVideo, let camera {
             try await joinSeparateVideo(separateVideo, context: context, camera: camera)
         }
         let steady = MediaTime.now().adding(milliseconds: 1_000)
-        try await loop.submit {
-            self.steadyFrom = steady
-            for participant in self.participants { participant.window.from = steady }
-        }.get()
+        window.from = steady
+        _ = try await onEveryShard { $0.setWindow(from: steady) }
         try await Task.sleep(nanoseconds: UInt64(configuration.durationSeconds * 1e9))
-        try await loop.submit {
-            let now = MediaTime.now()
-            self.steadyUntil = now
-            for participant in self.participants { participant.window.until = now }
-        }.get()
+        let end = MediaTime.now()
+        window.until = end
+        _ = try await onEveryShard { $0.setWindow(until: end) }
         sampler.cancel()
-        ticker.cancel()
+        for (ticker, shard) in zip(tickers, shards) {
+            let stopped = shard.loop.makePromise(of: Void.self)
+            ticker.cancel(promise: stopped)
+            try await stopped.futureResult.get()
+        }
         await leaveAll()
         await signaling.finish()
-        let results = try await loop.submit { self.results(started: started) }.get()
-        for channel in try await loop.submit({ self.channels }).get() { try? await channel.close() }
-        return results
+        // Once every socket is closed and every ticker stopped, no loop touches a participant:
+        // the home loop can read them all.
+        for channel in try await onEveryShard({ $0.channels }).joined() { try? await channel.close() }
+        let contents = try await onEveryShard { $0.contents }
+        return try await loop.submit { self.results(started: started, contents: contents) }.get()
     }
 }

@@ -39,6 +39,10 @@ struct Load: AsyncParsableCommand {
     var minOnsetsPercent: Double = 99.5
     @Option(help: "Opus DTX for silent participants: negotiated (when the server's answer has usedtx=1, as browsers do), on or off.")
     var dtx: String = "negotiated"
+    @Option(help: "Event loops (threads) the simulated participants are spread over; default one per core.")
+    var eventLoops: Int?
+    @Option(help: "With --target janus: AudioBridge prebuffering in 20 ms packets (Janus's default 6; 2 matches Chorus's 40 ms jitter-buffer start).")
+    var janusPrebuffer: Int?
 
     func validate() throws {
         guard (1...1_000).contains(rooms), (1...10_000).contains(participants), rooms * participants <= 5_000 else {
@@ -52,6 +56,10 @@ struct Load: AsyncParsableCommand {
             throw ValidationError("--max-loss-percent and --min-onsets-percent are 0…100, --max-latency-p95-ms > 0")
         }
         guard LoadDTX(rawValue: dtx) != nil else { throw ValidationError("--dtx is negotiated, on or off") }
+        guard eventLoops.map({ (1...64).contains($0) }) ?? true else { throw ValidationError("--event-loops is 1…64") }
+        guard janusPrebuffer.map({ target == "janus" && (0...50).contains($0) }) ?? true else {
+            throw ValidationError("--janus-prebuffer is 0…50 packets, with --target janus")
+        }
         guard !simulcast || video else { throw ValidationError("--simulcast needs --video") }
         guard target == "chorus" || !(simulcast || transportCc || tcp) else {
             throw ValidationError("--simulcast, --transport-cc and --tcp drive Chorus only")
@@ -75,6 +83,8 @@ struct Load: AsyncParsableCommand {
         configuration.simulcast = simulcast
         configuration.transportCC = transportCc || simulcast
         configuration.tcp = tcp
+        configuration.janusPrebufferPackets = janusPrebuffer
+        if let eventLoops { configuration.eventLoops = eventLoops }
         configuration.bars.maxLossPercent = maxLossPercent
         configuration.bars.maxLatencyP95Ms = maxLatencyP95Ms
         configuration.bars.minOnsetsDetectedPercent = minOnsetsPercent
