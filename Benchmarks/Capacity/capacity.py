@@ -132,8 +132,12 @@ def probe(search: Search, repeat: int) -> dict:
                  "--server-pid", str(server.pid)]
         stop = lambda: (server.terminate(), server.wait(timeout=30))  # noqa: E731
     else:
-        pid = subprocess.run([str(NETNS), "up", str(folder / "janus.log")], check=True, capture_output=True,
-                             text=True).stdout.strip()
+        started = subprocess.run([str(NETNS), "up", str(folder / "janus.log")], capture_output=True, text=True)
+        pid = started.stdout.strip()
+        if started.returncode != 0 or not pid.isdigit():
+            subprocess.run([str(NETNS), "down"], capture_output=True)
+            return {"server": search.server, "shape": search.shape, "size": search.size, "repeat": repeat,
+                    "passed": False, "why": f"janus did not start: {started.stderr.strip()[-200:]}"}
         args += ["--target", "janus", "--url", JANUS_URL, "--server-pid", pid]
         if search.server == "janus-matched":
             args += ["--janus-prebuffer", str(MATCHED_PREBUFFER)]
