@@ -12,10 +12,11 @@
 # Scenarios are sized so that Janus is not overloaded on 2 cores with the generator beside it
 # (Janus costs ~0.05 cores a room plus ~0.022 cores a participant): the meeting pattern
 # (rooms of 10, one talker), a bigger room with 3 talkers, and small video meetings (every
-# camera on, two slots each: Janus VideoRoom beside AudioBridge, 4 connections per user). CHORUS_ONLY adds Chorus's
+# camera on, two slots each: Janus VideoRoom beside AudioBridge, 3 connections per user: AudioBridge,
+# publisher, and one multistream subscriber for both watched cameras). CHORUS_ONLY adds Chorus's
 # targets (1,000 in one room; 50 rooms of 10) that Janus could not carry here.
 #
-# Environment: OUT (default bench-output/compare), DURATION seconds per run (default 30),
+# Environment: SCENARIOS (space-separated name:rooms:participants:talkers[:slots]), OUT (default bench-output/compare), DURATION seconds per run (default 30),
 # RAMP_UP joins per second (default 20; BIG_RAMP_UP, default 100, for the big runs), CHORUS_ONLY=1 to add the big Chorus-only runs,
 # SKIP_TUNED=1 to skip the event_loops = 2 Janus pass, DTX (on, off or negotiated; default on) for
 # the silent participants' Opus DTX. On by default, for both servers: the same input to each
@@ -33,7 +34,7 @@ NETNS=Benchmarks/Janus/janus-netns.sh
 JANUS_URL=http://198.18.0.2:8088
 HTTP_PORT=${CHORUS_HTTP_PORT:-18090}
 # name:rooms:participants:talkers[:slots with video]
-SCENARIOS=(meeting-5x10:5:10:1 room-1x40:1:40:3 video-meeting-3x5:3:5:1:2)
+read -r -a SCENARIOS <<<"${SCENARIOS:-meeting-5x10:5:10:1 room-1x40:1:40:3 video-meeting-3x5:3:5:1:2}"
 BIG=(room-1x1000:1:1000:3 meeting-50x10:50:10:1)
 
 log() { printf '\n== %s\n' "$*" >&2; }

@@ -7,8 +7,9 @@ protocol LoadSeparateVideoSignaling: Sendable {
     /// Publishes a camera with `offer` (video only); returns the answer, the hang-up and the
     /// feed others subscribe to.
     func publish(room: Int, userId: String, offer: String) async throws -> (join: LoadJoin, feed: UInt64)
-    /// Subscribes to `feed`: the server's offer, how to send our answer, and the hang-up.
-    func subscribe(room: Int, feed: UInt64) async throws -> LoadSubscription
+    /// Subscribes to `feeds` on one connection (a multistream subscription: one m-line per
+    /// feed): the server's offer, how to send our answer, and the hang-up.
+    func subscribe(room: Int, feeds: [UInt64]) async throws -> LoadSubscription
 }
 
 /// A subscriber connection the server offered.
@@ -19,9 +20,10 @@ struct LoadSubscription: Sendable {
 }
 
 /// janus.plugin.videoroom: rooms created beside the AudioBridge ones (same numbers), a
-/// publisher handle per participant (`join` as publisher, then `publish` with the offer) and a
-/// subscriber handle per watched feed (`join` as subscriber, Janus's offer, `start` with our
-/// answer): the two plugins and 1 + slots connections per user that Janus needs for what
+/// publisher handle per participant (`join` as publisher, then `publish` with the offer) and
+/// one multistream subscriber handle per participant for all the feeds it watches (`join` as
+/// subscriber with a stream per feed, Janus's offer, `start` with our answer), as a Janus 1.x
+/// application does: the two plugins and three connections per user that Janus needs for what
 /// Chorus carries in one.
 extension JanusSignaling: LoadSeparateVideoSignaling {
     func createVideoRooms(count: Int, participants: Int) async throws {
@@ -67,11 +69,11 @@ extension JanusSignaling: LoadSeparateVideoSignaling {
         return (LoadJoin(answer: answer, hangUp: detacher(session: session, handle: handle)), feed)
     }
 
-    func subscribe(room: Int, feed: UInt64) async throws -> LoadSubscription {
+    func subscribe(room: Int, feeds: [UInt64]) async throws -> LoadSubscription {
         let (session, handle) = try await attachHandle(plugin: Self.videoRoom)
         let attached = try await request(session: session, handle: handle, [
             "request": "join", "ptype": "subscriber", "room": roomBase + UInt64(room),
-            "streams": [["feed": feed]],
+            "streams": feeds.map { ["feed": $0] },
         ])
         guard let offer = Self.sdp(in: attached) else {
             throw Failure(description: "Janus subscribe without an offer: \(Self.text(attached))")

@@ -7,8 +7,8 @@ extension LoadRunner {
     /// Video on a server that carries it apart from the participant's connection (Janus
     /// VideoRoom), after everyone joined the audio rooms: each member publishes its camera on a
     /// connection of its own; once those are up (a feed can be watched only then), each member
-    /// watches up to `slots` of the others in its room, the ones after it in join order, each
-    /// on a subscriber connection that the server offers and we answer.
+    /// watches up to `slots` of the others in its room, the ones after it in join order, all on
+    /// one subscriber connection that the server offers and we answer.
     func joinSeparateVideo(_ video: any LoadSeparateVideoSignaling, context: DTLSContext, camera: LoadCamera)
         async throws
     {
@@ -32,11 +32,12 @@ extension LoadRunner {
         }
         let feedOf = Dictionary(feeds.compactMap { $0 }, uniquingKeysWith: { first, _ in first })
         try await awaitHandshakes()
-        let watches = members.flatMap { member in
-            watched(by: member, among: members).compactMap { other in feedOf[ObjectIdentifier(other)].map { (member, $0) } }
+        let watches = members.compactMap { member -> (LoadParticipant, [UInt64])? in
+            let feeds = watched(by: member, among: members).compactMap { feedOf[ObjectIdentifier($0)] }
+            return feeds.isEmpty ? nil : (member, feeds)
         }
-        _ = await forEach(watches) { member, feed in
-            await self.subscribe(member, to: feed, video: video, context: context)
+        _ = await forEach(watches) { member, feeds in
+            await self.subscribe(member, to: feeds, video: video, context: context)
         }
         try await awaitHandshakes()
     }
@@ -50,8 +51,9 @@ extension LoadRunner {
         return (1...count).map { room[(index + $0) % room.count] }
     }
 
-    /// One subscriber connection: the server's offer, our answer, then ICE as the controlled side.
-    private func subscribe(_ member: LoadParticipant, to feed: UInt64, video: any LoadSeparateVideoSignaling,
+    /// One subscriber connection for all of `member`'s watched feeds: the server's offer, our
+    /// answer, then ICE as the controlled side.
+    private func subscribe(_ member: LoadParticipant, to feeds: [UInt64], video: any LoadSeparateVideoSignaling,
                            context: DTLSContext) async {
         let connection = LoadParticipant(
             room: member.room, userId: member.userId, audio: nil, timeline: member.timeline, isBurstTalker: false,
@@ -61,7 +63,7 @@ extension LoadRunner {
             let started = MediaTime.now()
             do {
                 guard let port = channel.localAddress?.port else { throw LoadHTTP.Failure(description: "no local port") }
-                let subscription = try await video.subscribe(room: member.room, feed: feed)
+                let subscription = try await video.subscribe(room: member.room, feeds: feeds)
                 let offer = try LoadSDP.parseAnswer(subscription.offer)
                 let answer = try await channel.eventLoop.submit {
                     connection.answer(toOffer: subscription.offer, host: self.localHost, port: port)
@@ -74,7 +76,7 @@ extension LoadRunner {
                 throw error
             }
         } catch {
-            await noteFailure("\(member.userId) watching feed \(feed): \(error)")
+            await noteFailure("\(member.userId) watching feeds \(feeds): \(error)")
         }
     }
 
