@@ -26,8 +26,8 @@ extension LoadRunner {
             let serverUsage = meters.value.server?.sample()
             let own = meters.value.generator.sample()
             let second = Date().timeIntervalSince(start)
-            let parts = self.shards.map { shard in shard.loop.submit { shard.sample(now: now) } }
-            EventLoopFuture.whenAllSucceed(parts, on: self.loop).whenSuccess { parts in
+            let shardSamples = self.shards.map { shard in shard.loop.submit { shard.sample(now: now) } }
+            EventLoopFuture.whenAllSucceed(shardSamples, on: self.loop).whenSuccess { parts in
                 let received = parts.reduce(0) { $0 + $1.received }, expected = parts.reduce(0) { $0 + $1.expected }
                 let established = parts.reduce(0) { $0 + $1.established }
                 let latency = LoadResults.Distribution(parts.flatMap(\.latencies)).p50
@@ -145,7 +145,9 @@ extension LoadRunner {
 
     /// Video received in every slot: frames, packets, expected packets, and the subscribers that
     /// should have seen some (a slot and another camera in the room) but saw none.
-    private func videoTotals(_ participants: [LoadParticipant], auxiliaries: [LoadParticipant]) -> (frames: Int, received: Int, expected: Int, subscribers: Int, blind: [String]) {
+    private func videoTotals(_ participants: [LoadParticipant], auxiliaries: [LoadParticipant])
+        -> (frames: Int, received: Int, expected: Int, subscribers: Int, blind: [String])
+    {
         var totals = (frames: 0, received: 0, expected: 0, subscribers: 0, blind: [String]())
         let watches = configuration.video && configuration.slots > 0 && configuration.participants > 1
         // A member's frames arrive on its own connection, or (Janus) on its subscriber connections.

@@ -33,10 +33,10 @@ final class LoadShard: Sendable {
         var latencies: [Double] = []
     }
 
-    /// A run's connections and tick lags once its media stopped, for the results.
-    struct Contents: @unchecked Sendable {
-        // @unchecked: handed over only after every channel closed and every ticker stopped, so
-        // no loop touches these participants any more (the futures awaited order the accesses).
+    /// A run's connections and tick lags once its media stopped, for the results. Taken only
+    /// after every channel closed and every ticker stopped, so no loop touches these
+    /// participants any more (the futures awaited order the accesses).
+    struct Contents: Sendable {
         var participants: [LoadParticipant]
         var auxiliaries: [LoadParticipant]
         var tickLags: [Double]
