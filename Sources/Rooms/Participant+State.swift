@@ -1,3 +1,4 @@
+import AudioMixer
 import ChorusCore
 import Foundation
 import CongestionControl
@@ -27,6 +28,8 @@ final class Participant {
     var boundAddresses: Set<TransportAddress> = []
     var srtpProfile: String?
     var audio: ParticipantAudio
+    /// Its place in the room's mixer (set when it joins): the tick reaches it by slot.
+    var mixerHandle: RoomAudioMixer<CallID>.Handle?
     var video: ParticipantVideo
     /// A bandwidth probe toward this participant under way (`RoomCore+Probing`).
     var probe: RoomCore.ProbeInFlight?

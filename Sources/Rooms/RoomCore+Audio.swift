@@ -93,29 +93,43 @@ extension RoomCore {
     }
 
     /// Hands the mixer this tick's input for one participant (decoded in place: the participant
-    /// is a class, so its decode buffer is reused, not copied per tick).
+    /// is a class, so its decode buffer is reused, not copied per tick), through its mixer
+    /// handle: no call ID is hashed per participant and tick.
     private func feedMixer(_ participant: Participant, now: MediaTime) {
+        guard let handle = participant.mixerHandle else { return }
         let established = participant.state == .established
         let muted = participant.audioMuted
-        var input = AudioMixerInput(muted: muted, receivesAudio: established)
-        if established {
-            let speaker = mixer.isSpeaker(participant.callId)
-            let frame = participant.audio.nextFrame(now: now, isSpeaker: speaker, muted: muted)
-            input.frame = frame.pcm.map { .int16($0) }
-            input.audioLevel = frame.level
+        mixer.setInput(for: handle) { wasSpeaker in
+            var input = AudioMixerInput(muted: muted, receivesAudio: established)
+            if established {
+                let frame = participant.audio.nextFrame(now: now, isSpeaker: wasSpeaker, muted: muted)
+                input.frame = frame.pcm.map { .int16($0) }
+                input.audioLevel = frame.level
+            }
+            return input
         }
-        _ = mixer.setInput(input, for: participant.callId)
+    }
+
+    /// The participants a mix goes to, by the mixer's slots (`membersBySlot`): those that can
+    /// receive now.
+    private func recipients(of mix: AudioMixerTick<CallID>.Mix) -> [Participant] {
+        var recipients: [Participant] = []
+        recipients.reserveCapacity(mix.recipientSlots.count)
+        for slot in mix.recipientSlots where membersBySlot.indices.contains(slot) {
+            if let participant = membersBySlot[slot], participant.state == .established { recipients.append(participant) }
+        }
+        return recipients
     }
 
     private func send(_ mix: AudioMixerTick<CallID>.Mix, key: MixEncoders.Key, now: MediaTime) {
-        let recipients = mix.recipients.filter { participants[$0]?.state == .established }
+        let recipients = recipients(of: mix)
         // A recording or an RTP forward takes the full mix even when nobody else does.
         let tapped = key == .full && tapsFullMix
         guard !recipients.isEmpty || tapped else { return }
         if mix.isSilent {
-            for id in recipients {
-                participants[id]?.audio.outbound.skipFrame()
-                participants[id]?.audio.mixFramesSilent &+= 1
+            for participant in recipients {
+                participant.audio.outbound.skipFrame()
+                participant.audio.mixFramesSilent &+= 1
             }
             return
         }
@@ -129,15 +143,15 @@ extension RoomCore {
             return
         }
         let encoder = encoders.encoder(for: key, settings: media?.audio ?? AudioEncoding())
-        let loss = recipients.compactMap { participants[$0]?.audio.reportedLossPercent }.max() ?? 0
+        let loss = recipients.lazy.map(\.audio.reportedLossPercent).max() ?? 0
         encoder?.expectedPacketLossPercent = loss
         let length = mix.samples.withUnsafeBufferPointer { pcm in
             encoders.payload.withUnsafeMutableBufferPointer { out in (try? encoder?.encode(pcm, into: out)) ?? 0 }
         }
         guard length > 0 else {
-            for id in recipients {
-                participants[id]?.audio.outbound.skipFrame()
-                participants[id]?.audio.mixEncodeFailures &+= 1
+            for participant in recipients {
+                participant.audio.outbound.skipFrame()
+                participant.audio.mixEncodeFailures &+= 1
             }
             return
         }
@@ -166,15 +180,15 @@ extension RoomCore {
     }
 
     /// Packetises one payload on each recipient's own stream and sends it.
-    private func deliver(_ payload: UnsafeRawBufferPointer, mix: AudioMixerTick<CallID>.Mix, to recipients: [CallID],
+    private func deliver(_ payload: UnsafeRawBufferPointer, mix: AudioMixerTick<CallID>.Mix, to recipients: [Participant],
                          relayed: Bool, now: MediaTime) {
         let lanes = laneCount(forRecipients: recipients.count)
         if lanes > 1 {
             deliverInLanes(payload, mix: mix, to: recipients, relayed: relayed, lanes: lanes, now: now)
             return
         }
-        for id in recipients {
-            participants[id]?.sendMix(payload, csrcs: mix.csrcs, csrcAudioLevels: mix.csrcAudioLevels, relayed: relayed,
+        for participant in recipients {
+            participant.sendMix(payload, csrcs: mix.csrcs, csrcAudioLevels: mix.csrcAudioLevels, relayed: relayed,
                                       now: now, scratch: &mixPacket, transmits: &output.transmits)
         }
     }

@@ -42,7 +42,10 @@ extension RoomCore {
             participants[request.callId] = participant
             joinOrder.append(request.callId)
             members.append(participant)
-            _ = mixer.addParticipant(request.callId, ssrc: analysis.audio.ssrc)
+            let handle = mixer.addParticipant(request.callId, ssrc: analysis.audio.ssrc)
+            participant.mixerHandle = handle
+            while membersBySlot.count <= handle.slot { membersBySlot.append(nil) }
+            membersBySlot[handle.slot] = participant
             self.output.routing.append(.register(ufrag: participant.ufrag, callId: request.callId))
             if !participant.receivedSources.isEmpty {
                 self.output.routing.append(.registerSSRCs(participant.receivedSources, callId: request.callId))

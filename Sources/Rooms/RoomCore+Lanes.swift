@@ -26,9 +26,8 @@ extension RoomCore {
 
     /// `deliver` for many recipients: the same packets as one lane would write, in `lanes`
     /// batches.
-    func deliverInLanes(_ payload: UnsafeRawBufferPointer, mix: AudioMixerTick<CallID>.Mix, to recipients: [CallID],
+    func deliverInLanes(_ payload: UnsafeRawBufferPointer, mix: AudioMixerTick<CallID>.Mix, to targets: [Participant],
                         relayed: Bool, lanes: Int, now: MediaTime) {
-        let targets = recipients.compactMap { participants[$0] }
         laneFanOuts &+= 1
         output.prepareLanes(lanes)
         while laneScratch.count < lanes { laneScratch.append([]) }

@@ -127,6 +127,10 @@ extension RoomCore {
         guard let participant = participants.removeValue(forKey: callId) else { return false }
         endTrack(callId)
         mixer.removeParticipant(callId)
+        if let slot = participant.mixerHandle?.slot, membersBySlot.indices.contains(slot),
+           membersBySlot[slot] === participant {
+            membersBySlot[slot] = nil
+        }
         joinOrder.removeAll { $0 == callId }
         members.removeAll { $0 === participant }
         recentSpeakers.removeAll { $0 == callId }

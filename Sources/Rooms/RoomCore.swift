@@ -59,6 +59,9 @@ public final class RoomCore {
     /// The same participants, in the same order: what the per-tick scans walk, so that a
     /// 1,000-participant tick does not hash a call ID per participant per scan.
     var members: [Participant] = []
+    /// The same participants by their mixer slot (`RoomAudioMixer.Handle.slot`): how the tick
+    /// finds a mix's recipients without hashing a call ID per recipient.
+    var membersBySlot: [Participant?] = []
     /// The room's dominant speakers, most recent first: they rank next after pins for slots.
     var recentSpeakers: [CallID] = []
     /// Reused buffer for the packets the forwarder writes (one per slot, then protected).

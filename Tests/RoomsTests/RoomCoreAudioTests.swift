@@ -72,6 +72,29 @@ struct RoomCoreAudioTests {
         #expect(try PeerEar.levels(heardBy: room.peers["dan"]!, at: [500])[0] > -30)
     }
 
+    /// The tick reaches a mix's recipients by their mixer slot. A slot freed by a departure and
+    /// taken by the next joiner must carry the newcomer's stream, never the departed one's.
+    @Test func aJoinerTakingADepartedParticipantsMixerSlotHearsTheRoom() throws {
+        let room = try talk(talkers: ["ann", "bob"], listeners: ["cid"], milliseconds: 1_000)
+        let cid = try #require(room.peers["cid"])
+        let cidSSRC = try #require(cid.answerSSRCs["0"])
+        #expect(room.end("cid", cause: .hungUp))
+        room.talk(milliseconds: 200)  // what was on the simulated wire arrives
+        let heardBeforeLeaving = cid.received[cidSSRC]?.count ?? 0
+        try room.join("dan")
+        room.say("dan", frequency: nil)
+        room.talk(milliseconds: 2_000)
+        #expect(cid.received[cidSSRC]?.count ?? 0 == heardBeforeLeaving, "the departed cid still gets a mix")
+        let dan = try #require(room.peers["dan"])
+        let levels = try PeerEar.levels(heardBy: dan, at: [Self.tones["ann"]!, Self.tones["bob"]!])
+        #expect(levels.allSatisfy { $0 > -30 }, "dan hears the talkers only at \(levels) dBFS")
+        for name in ["ann", "bob"] {
+            let other = name == "ann" ? "bob" : "ann"
+            let heard = try PeerEar.levels(heardBy: room.peers[name]!, at: [Self.tones[name]!, Self.tones[other]!])
+            #expect(heard[0] < -60 && heard[1] > -30, "\(name) hears \(heard) dBFS (itself, \(other))")
+        }
+    }
+
     @Test func aSingleTalkerIsRelayedNotReencoded() throws {
         let room = try talk(talkers: ["ann"], listeners: ["bob", "cid"])
         for name in ["bob", "cid"] {

@@ -77,6 +77,8 @@ public struct AudioMixerTick<ID: Hashable & Sendable>: Sendable {
         public internal(set) var csrcAudioLevels: [UInt8] = []
         /// Who hears this mix.
         public internal(set) var recipients: [ID] = []
+        /// The same recipients by slot (`RoomAudioMixer.Handle.slot`), in the same order.
+        public internal(set) var recipientSlots: [Int] = []
         /// True on the first tick of a speaker's own mix. Its recipient heard the full mix until
         /// now, so an encoder for this mix may start as a copy of the full mix encoder's state
         /// (the limiter's state was carried over the same way): the recipient's stream then

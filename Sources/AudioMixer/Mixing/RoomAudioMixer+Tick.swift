@@ -40,15 +40,18 @@ extension RoomAudioMixer {
             index, into: &mix.samples, csrcs: &mix.csrcs, levels: &mix.csrcAudioLevels)
         let excluded: Int?
         mix.recipients.removeAll(keepingCapacity: true)
+        mix.recipientSlots.removeAll(keepingCapacity: true)
         switch engine.plan.mixes[index] {
         case .full:
             excluded = nil
             mix.kind = .full
             for slot in engine.listeners { mix.recipients.append(id(at: slot)) }
+            mix.recipientSlots.append(contentsOf: engine.listeners)
         case .minusOne(let slot):
             excluded = slot
             mix.kind = .minusOne(id(at: slot))
             mix.recipients.append(id(at: slot))
+            mix.recipientSlots.append(slot)
         }
         mix.contributingSources.removeAll(keepingCapacity: true)
         for slot in engine.contributors where slot != excluded { mix.contributingSources.append(id(at: slot)) }

@@ -23,7 +23,9 @@ public struct RoomAudioMixer<ID: Hashable & Sendable>: Sendable {
     /// A participant's place in the mixer: O(1) access without hashing its ID. A handle of a
     /// participant that left is stale and ignored, even once its slot is reused.
     public struct Handle: Hashable, Sendable {
-        let slot: Int
+        /// The participant's slot: what `AudioMixerTick.Mix.recipientSlots` lists, so a caller
+        /// may keep its own per-slot table instead of hashing IDs per recipient.
+        public let slot: Int
         let generation: UInt32
     }
 
@@ -111,6 +113,18 @@ public struct RoomAudioMixer<ID: Hashable & Sendable>: Sendable {
     public mutating func setInput(_ input: AudioMixerInput, for handle: Handle) -> Bool {
         guard engine.isCurrent(slot: handle.slot, generation: handle.generation) else { return false }
         engine.setInput(input, slot: handle.slot)
+        return true
+    }
+
+    /// Hands in a participant's input built by `makeInput` from whether it was one of the mixed
+    /// speakers at the last tick (what `isSpeaker` says), without hashing an ID; false (and
+    /// `makeInput` not called) for a stale handle. One in-place access: a room asking
+    /// `isSpeaker` and then `setInput` per participant and tick paid a hash each and, from
+    /// outside the module, a copy of the whole mixer for the non-mutating call.
+    @discardableResult
+    public mutating func setInput(for handle: Handle, _ makeInput: (_ wasSpeaker: Bool) -> AudioMixerInput) -> Bool {
+        guard engine.isCurrent(slot: handle.slot, generation: handle.generation) else { return false }
+        engine.setInput(makeInput(engine.participants[handle.slot].wasSpeaker), slot: handle.slot)
         return true
     }
 

@@ -16,13 +16,23 @@ struct LargeRoomTickTests {
         var noise = MixerTestNoise(seed: 11, rmsDBov: -65)
         let noiseFrames = (0..<8).map { _ in noise.nextFrame() }
         for tick in 0..<50 {
+            var wereSpeakers: Set<Int> = []
             for (id, handle) in handles.enumerated() {
                 let frame = id < 3 ? tones[id].nextFrame() : noiseFrames[(id + tick) % noiseFrames.count]
-                mixer.setInput(AudioMixerInput(frame: .int16(frame)), for: handle)
+                // The handle form tells each input whether it was a speaker at the last tick.
+                mixer.setInput(for: handle) { wasSpeaker in
+                    if wasSpeaker { wereSpeakers.insert(id) }
+                    return AudioMixerInput(frame: .int16(frame))
+                }
             }
+            if tick > 3 { #expect(wereSpeakers == [0, 1, 2]) }
             let result = mixer.tick(now: .tick(tick))
             #expect(result.encodeCount <= 4)
             #expect(result.mixes.reduce(0) { $0 + $1.recipients.count } == 500)
+            for mix in result.mixes {
+                // Slots name the same recipients, in the same order (ids were added in slot order).
+                #expect(mix.recipientSlots == mix.recipients.map { handles[$0].slot })
+            }
             if tick > 2 { #expect(Set(result.speakers) == [0, 1, 2]) }
         }
     }
