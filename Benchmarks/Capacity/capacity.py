@@ -20,7 +20,8 @@ server with the ratios, then the cost per participant at the sizes both servers 
 ratios at equal load, not extrapolated).
 
 Environment: OUT; DURATION seconds of media per run (20); REPEATS (3); SERVERS (default
-"chorus janus janus-matched"); SHAPES ("room meetings"); ROOM_SIZES and MEETING_ROOMS (the
+"chorus janus janus-matched"; "janus-loops2" adds Janus with event_loops = 2, bench-compare's
+tuned setting, whose runs are listed in runs.tsv and the capacity table); SHAPES ("room meetings"); ROOM_SIZES and MEETING_ROOMS (the
 ladders; per server as CHORUS_ROOM_SIZES, JANUS_ROOM_SIZES, CHORUS_MEETING_ROOMS,
 JANUS_MEETING_ROOMS, where JANUS_* apply to both Janus settings). A shorter ladder that starts
 higher saves time but proves less: capacity.md prints each ladder.
@@ -49,7 +50,8 @@ REPEATS = int(os.environ.get("REPEATS", "3"))
 MATCHED_PREBUFFER = 2
 
 LABELS = {"chorus": "Chorus", "janus": "Janus 1.1.2 (defaults: prebuffer 6 packets)",
-          "janus-matched": f"Janus 1.1.2 (prebuffer {MATCHED_PREBUFFER} packets, as Chorus's 40 ms)"}
+          "janus-matched": f"Janus 1.1.2 (prebuffer {MATCHED_PREBUFFER} packets, as Chorus's 40 ms)",
+          "janus-loops2": "Janus 1.1.2 (event_loops = 2: a static pool of two event loops)"}
 SHAPES = {"room": "one room, 3 talkers (participants)", "meetings": "rooms of 10, 1 talker each (rooms)"}
 DEFAULT_LADDERS = {
     "room": "40 80 120 160 200 250 320 400 600 800 1000 1250 1500 2000 2500 3000",
@@ -132,7 +134,11 @@ def probe(search: Search, repeat: int) -> dict:
                  "--server-pid", str(server.pid)]
         stop = lambda: (server.terminate(), server.wait(timeout=30))  # noqa: E731
     else:
-        started = subprocess.run([str(NETNS), "up", str(folder / "janus.log")], capture_output=True, text=True)
+        # janus-loops2: the tuned setting of bench-compare (Janus spreads its peer connections
+        # over a fixed pool of two loops instead of a thread per connection).
+        environment = os.environ | ({"EVENT_LOOPS": "2"} if search.server == "janus-loops2" else {})
+        started = subprocess.run([str(NETNS), "up", str(folder / "janus.log")], capture_output=True, text=True,
+                                 env=environment)
         pid = started.stdout.strip()
         if started.returncode != 0 or not pid.isdigit():
             subprocess.run([str(NETNS), "down"], capture_output=True)
