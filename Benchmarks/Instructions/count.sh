@@ -6,7 +6,8 @@
 #   - TickProfile P: one audio tick of a room of P (3 talkers, the rest silent in DTX): that
 #     tick's packets received, the mixer, the distinct encodes, every listener's packet protected;
 #   - ForwardProfile KIND: one publisher video packet forwarded to 10 viewers.
-# Allocations are the calls to the allocator in the same window. Prints a table and writes
+# Allocations are the heap blocks allocated in the measured steps (DHAT: a run's minus those of
+# the same run with --build-only). Prints a table and writes
 # $OUT/instructions.tsv.
 #
 # Environment: TICKS (200), PACKETS (2000), ROOMS ("40 1000"), OUT (bench-output/instructions).
@@ -25,15 +26,29 @@ done
 BIN=.build-bench/release
 
 # "<instructions> <allocations>" per step of one profile run; $1 the step's (mangled) symbol glob,
-# $2 the number of steps, the rest the command.
+# $2 the number of steps, the rest the command (its last argument the step count).
+# Instructions: callgrind, collecting only inside the toggled function. Allocations: DHAT's blocks
+# of the run minus those of the same run with `--build-only` (the same setup and packets, no step
+# run), over $2. (Callgrind's call counts cannot give them: it records calls, to the allocator
+# too, outside the toggled window, so its counts included the setup's.)
 per_step() {
     local glob=$1 steps=$2 file
     shift 2
     file=$(mktemp "$OUT/callgrind.XXXXXX")
-    valgrind --tool=callgrind --collect-atstart=no --toggle-collect="$glob" --callgrind-out-file="$file" "$@" >/dev/null 2>&1
-    python3 Benchmarks/Instructions/callgrind_counts.py "$file" |
-        awk -v n="$steps" '{ printf "%.0f\t%.2f", $1 / n, $2 / n }'
+    valgrind --tool=callgrind --collect-atstart=no --toggle-collect="$glob" --callgrind-out-file="$file" \
+        "$@" >/dev/null 2>&1
+    local instructions full setup
+    instructions=$(python3 Benchmarks/Instructions/callgrind_counts.py "$file" | awk '{ print $1 }')
+    full=$(blocks "$@")
+    setup=$(blocks "$@" --build-only)
+    awk -v i="$instructions" -v f="$full" -v s="$setup" -v n="$steps" 'BEGIN { printf "%.0f\t%.2f", i / n, (f - s) / n }'
     rm -f "$file"
+}
+
+# The heap blocks a command allocates in its whole run (DHAT).
+blocks() {
+    valgrind --tool=dhat --dhat-out-file=/dev/null "$@" 2>&1 >/dev/null |
+        awk '/Total:/ { gsub(",", "", $(NF - 1)); print $(NF - 1) }'
 }
 
 printf 'step\tinstructions\tallocations\n' | tee "$OUT/instructions.tsv"
