@@ -10,8 +10,7 @@ let arguments = CommandLine.arguments
 // callgrind records calls to the allocator outside the measured window too).
 let buildOnly = arguments.count == 4 && arguments[3] == "--build-only"
 guard arguments.count == 3 || buildOnly, let participants = Int(arguments[1]), participants > 3,
-      let count = Int(arguments[2]),
-      count >= 0
+      let count = Int(arguments[2]), count >= 0
 else {
     FileHandle.standardError.write(Data("usage: TickProfile PARTICIPANTS TICKS [--build-only]\n".utf8))
     exit(2)

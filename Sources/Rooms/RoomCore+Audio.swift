@@ -143,7 +143,7 @@ extension RoomCore {
             return
         }
         let encoder = encoders.encoder(for: key, settings: media?.audio ?? AudioEncoding())
-        let loss = recipients.lazy.map(\.audio.reportedLossPercent).max() ?? 0
+        let loss = recipients.lazy.map { $0.audio.reportedLossPercent }.max() ?? 0
         encoder?.expectedPacketLossPercent = loss
         let length = mix.samples.withUnsafeBufferPointer { pcm in
             encoders.payload.withUnsafeMutableBufferPointer { out in (try? encoder?.encode(pcm, into: out)) ?? 0 }
@@ -189,7 +189,7 @@ extension RoomCore {
         }
         for participant in recipients {
             participant.sendMix(payload, csrcs: mix.csrcs, csrcAudioLevels: mix.csrcAudioLevels, relayed: relayed,
-                                      now: now, scratch: &mixPacket, transmits: &output.transmits)
+                                now: now, scratch: &mixPacket, transmits: &output.transmits)
         }
     }
 
