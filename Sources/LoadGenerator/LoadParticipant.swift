@@ -114,8 +114,13 @@ final class LoadParticipant: @unchecked Sendable {
     var dtxMode = LoadDTX.negotiated
     private(set) var sendsDTX = false
     /// When the next 20 ms frame is due: each participant keeps its own phase, as real
-    /// clients do, and a late loop is caught up by at most three frames.
+    /// clients do, and a late loop is caught up by at most three frames sent.
     private var nextFrameAt: MediaTime?
+    /// Until when `tick` has nothing to do: a silent listener in DTX, established, with no
+    /// camera and no transport-cc feedback to send, between its comfort-noise updates and
+    /// consent checks. The shard's 5 ms loop skips it until then; in a big room that is most
+    /// participants on most loops, and the generator shares the machine with the server.
+    private(set) var idleUntil = MediaTime(nanoseconds: 0)
     private var sequenceNumber = UInt16.random(in: 0...UInt16.max)
     private var timestamp = UInt32.random(in: 0...UInt32.max)
     /// The audio header, kept between packets so that only its values change: with the typed
@@ -252,17 +257,28 @@ final class LoadParticipant: @unchecked Sendable {
         if audio != nil { tickAudio(now: now) }
         if video != nil { tickVideo(now: now) }
         if feedbackRecorder != nil { sendTransportFeedback(now: now) }
+        if sendsDTX, video == nil, feedbackRecorder == nil, let nextFrameAt {
+            idleUntil = min(nextCheckAt, Self.nextDTXUpdate(from: nextFrameAt, frameIndex: frameIndex))
+        }
     }
 
     private func tickAudio(now: MediaTime) {
         var next = nextFrameAt ?? now.adding(nanoseconds: UInt64.random(in: 0..<20_000_000))
         var sent = 0
+        // Frames that DTX leaves out do not count: a listener the loop skipped (`idleUntil`)
+        // passes over them here, its timestamp running on as they would have.
         while next <= now, sent < 3 {
-            sendAudio(now: now)
+            if sendAudio(now: now) { sent += 1 }
             next = next.adding(milliseconds: 20)
-            sent += 1
         }
         nextFrameAt = next <= now ? now.adding(milliseconds: 20) : next
+    }
+
+    /// When a participant in DTX next sends: the first frame from `frameIndex` (due at
+    /// `nextFrameAt`, one every 20 ms) that is a comfort-noise update.
+    static func nextDTXUpdate(from nextFrameAt: MediaTime, frameIndex: Int) -> MediaTime {
+        let framesToUpdate = (dtxUpdateFrames - frameIndex % dtxUpdateFrames) % dtxUpdateFrames
+        return nextFrameAt.adding(milliseconds: UInt64(20 * framesToUpdate))
     }
 
     /// Reception totals, and those of the last interval (for the per-second samples).
@@ -278,13 +294,14 @@ final class LoadParticipant: @unchecked Sendable {
         return total
     }
 
-    private func sendAudio(now: MediaTime) {
-        guard let srtp, let audio else { return }
+    /// Sends the next frame, or passes over it in DTX; true when a packet went out.
+    private func sendAudio(now: MediaTime) -> Bool {
+        guard let srtp, let audio else { return true }
         let index = frameIndex % audio.frames.count
         if sendsDTX, frameIndex % Self.dtxUpdateFrames != 0 {
             frameIndex += 1
             timestamp &+= 960
-            return
+            return false
         }
         if isBurstTalker, audio.burstStarts.contains(index) { timeline.burstSent(at: now) }
         audioHeader.marker = frameIndex == 0
@@ -306,6 +323,7 @@ final class LoadParticipant: @unchecked Sendable {
         frameIndex += 1
         sequenceNumber &+= 1
         timestamp &+= 960
+        return true
     }
 
     /// Frames per DTX comfort-noise update: 400 ms, as WebRTC's Opus sends them.

@@ -66,13 +66,16 @@ final class LoadShard: Sendable {
         onLoop.value.hangUps.append(hangUp)
     }
 
-    /// Every 5 ms: each connection's checks, retransmissions and due frames, and the tick's lag
-    /// once the measured window began.
+    /// Every 5 ms: each connection's checks, retransmissions and due frames (a participant
+    /// with nothing due is passed over: `idleUntil`), and the tick's lag once the measured
+    /// window began.
     func startTicking(window: LoadWindow, maximumLags: Int) -> RepeatedTask {
         loop.scheduleRepeatedTask(initialDelay: .milliseconds(5), delay: .milliseconds(5)) { _ in
             let now = MediaTime.now()
             self.noteTick(at: now, window: window, maximumLags: maximumLags)
-            for participant in self.onLoop.value.participants { participant.tick(now: now) }
+            for participant in self.onLoop.value.participants where participant.idleUntil <= now {
+                participant.tick(now: now)
+            }
             for connection in self.onLoop.value.auxiliaries { connection.tick(now: now) }
         }
     }

@@ -79,4 +79,15 @@ struct LoadClientPartsTests {
         #expect(interval.received == 180 && interval.expected == 200)
         #expect(steady.interval().received == 0)
     }
+
+    /// A listener in DTX is passed over by the shard's loop until its next comfort-noise update
+    /// (one frame in 20): the update must be the first frame from the next index that is a
+    /// multiple of 20, never later (a late update is a gap the server sees as loss of timing).
+    @Test func dtxListenerWakesForItsNextUpdate() {
+        let due = MediaTime(nanoseconds: 1_000_000_000)
+        #expect(LoadParticipant.nextDTXUpdate(from: due, frameIndex: 40) == due)
+        #expect(LoadParticipant.nextDTXUpdate(from: due, frameIndex: 39) == due.adding(milliseconds: 20))
+        #expect(LoadParticipant.nextDTXUpdate(from: due, frameIndex: 41) == due.adding(milliseconds: 380))
+        #expect(LoadParticipant.nextDTXUpdate(from: due, frameIndex: 1) == due.adding(milliseconds: 380))
+    }
 }
