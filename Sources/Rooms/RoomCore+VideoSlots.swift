@@ -14,6 +14,13 @@ extension RoomCore {
     /// the old one until the new one's keyframe, which is requested now; the subscriber is told
     /// with a `video.slots` event.
     func reassignSlots(now: MediaTime) {
+        // No viewer has a slot (an audio-only room): nothing to assign. One pass over the
+        // members, where the full recomputation below costs hash lookups per participant on
+        // every join, leave and dominant-speaker change: quadratic over a big room's join ramp.
+        guard members.contains(where: { !$0.video.slots.isEmpty }) else {
+            slotViewers.removeAll(keepingCapacity: true)
+            return
+        }
         let publishers = joinOrder.filter { id in
             guard let participant = participants[id], participant.state == .established, !participant.videoPaused
             else { return false }
