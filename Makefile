@@ -165,7 +165,7 @@ FUZZ_SEEDS ?= 1
 # SwiftPM's `--sanitize=fuzzer --sanitize=address` would build ASan without coverage (the fuzzer
 # then runs blind). `--sanitize=fuzzer` stays so that SwiftPM lets libFuzzer supply main. Release
 # (-O keeps bounds, overflow and precondition traps) runs about 7 times more inputs than debug.
-FUZZ_BUILD ?= CHORUS_FUZZ=1 swift build -c $(FUZZ_CONFIG) --scratch-path $(FUZZ_SCRATCH) \
+FUZZ_BUILD := CHORUS_FUZZ=1 swift build -c $(FUZZ_CONFIG) --scratch-path $(FUZZ_SCRATCH) \
 	--sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address
 
 fuzz: deps

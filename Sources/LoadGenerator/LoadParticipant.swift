@@ -296,7 +296,7 @@ final class LoadParticipant: @unchecked Sendable {
 
     /// Sends the next frame, or passes over it in DTX; true when a packet went out.
     private func sendAudio(now: MediaTime) -> Bool {
-        guard let srtp, let audio else { return true }
+        guard let srtp, let audio else { return false }
         let index = frameIndex % audio.frames.count
         if sendsDTX, frameIndex % Self.dtxUpdateFrames != 0 {
             frameIndex += 1
