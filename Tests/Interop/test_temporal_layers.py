@@ -150,19 +150,24 @@ def test_a_thin_viewer_gets_the_lower_temporal_layers(netns_server: ChorusServer
             if all(value in (0, 1) for value in layers):
                 break
         layer = layers[-1]
-        window = (before["thin"], after["thin"], layers, history[-20:], link, full)
+        window = (before["thin"], after["thin"], decoded, layers, history[-20:], link, full)
         assert all(value in (0, 1) for value in layers), window
         thin_fps = (after["thin"]["framesDecoded"] - before["thin"]["framesDecoded"]) / 6
         free_fps = (after["free"]["framesDecoded"] - before["free"]["framesDecoded"]) / 6
         assert slot("free").get("temporalLayer") is None, participant("free")["slots"]
         assert after["publisher"]["scalabilityMode"] == "L1T3", after["publisher"]
-        # Decoded throughout, at a quarter or half of the free viewer's rate.
-        assert all(b > a for a, b in zip([before["thin"]["framesDecoded"]] + decoded, decoded)), window
+        # Decoded throughout, at a quarter or half of the free viewer's rate: frames in every 2 s
+        # of the window. (Not every 1 s: when a busy machine's encoder brings the stream down to
+        # ~12 fps, TID 0 is a frame every ~330 ms, and one frame held in the shaped link's 300 ms
+        # queue, or resent after the queue dropped a packet, leaves a sampled second empty; CI
+        # met that once in many runs.)
+        series = [before["thin"]["framesDecoded"]] + decoded
+        assert all(b > a for a, b in zip(series, series[2:])), (free_fps, window)
         assert 0.15 * free_fps < thin_fps < 0.7 * free_fps, (thin_fps, free_fps, window)
-        # No freeze over 1 s: frames decoded in every second of the window (above). Chromium's
-        # own freeze count is looser: at a quarter frame rate (~5 fps) it counts any gap over
-        # three frame intervals (600 ms), which a shaped link's queue, filled at times by the
-        # estimator's probes, makes now and then, so their total over 6 s is only bounded.
+        # Chromium's own freeze count is looser than the check above: at a quarter frame rate
+        # (~5 fps) it counts any gap over three frame intervals (600 ms), which a shaped link's
+        # queue, filled at times by the estimator's probes, makes now and then, so their total
+        # over 6 s is only bounded.
         assert after["thin"]["totalFreezesDuration"] - before["thin"]["totalFreezesDuration"] < 2.0, window
         # The decoder never lost its references: it would have asked for a key frame. (A key
         # frame may still come: the publisher's encoder makes one when it adapts its resolution
