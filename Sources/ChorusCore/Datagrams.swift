@@ -20,9 +20,12 @@ extension DatagramSink {
 }
 
 /// Who gets a datagram once the router has found its participant. Implemented by the room
-/// side: it hops onto the room's queue with the datagram.
+/// side: it hops onto the room's queue with the datagram, or runs it on the caller's thread.
 public protocol DatagramReceiver: AnyObject, Sendable {
-    func receive(_ datagram: [UInt8], from source: TransportAddress, at time: MediaTime)
+    /// `readerIsLight`: the socket's reader met few datagrams in its last read, so it may
+    /// handle this one on its own thread instead of waking another; a busy reader says false
+    /// and only hands datagrams over.
+    func receive(_ datagram: [UInt8], from source: TransportAddress, at time: MediaTime, readerIsLight: Bool)
 }
 
 /// The demultiplexing table of the one media port, as the rooms see it: STUN is routed by the

@@ -94,7 +94,6 @@ public final class MediaSocket: DatagramSink, Service {
             close(socket)
             throw error
         }
-        let handler = InboundHandler(router: router, locals: locals)
         let channel = try await DatagramBootstrap(group: group)
             // With vector reads the allocator MUST hold 64 datagrams, or each is silently truncated.
             .channelOption(.datagramVectorReadMessageCount, value: 64)
@@ -102,7 +101,11 @@ public final class MediaSocket: DatagramSink, Service {
             .channelOption(.socketOption(.so_rcvbuf), value: 4 << 20)
             .channelOption(.socketOption(.so_sndbuf), value: 4 << 20)
             .channelOption(.receivePacketInfo, value: locals != nil)
-            .channelInitializer { channel in channel.pipeline.addHandler(handler) }
+            .channelInitializer { [router] channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(InboundHandler(router: router, locals: locals))
+                }
+            }
             .withBoundSocket(socket)
             .get()
         bound.set(channel, writer: writer)
@@ -199,13 +202,21 @@ public final class MediaSocket: DatagramSink, Service {
         MediaMetrics.bytesOut.increment(by: bytes)
     }
 
-    /// Reads on the event loop: convert, route, hand over. Nothing else happens here. Its
-    /// properties (the router and the local address table) are `Sendable`, so it is too, for
-    /// the channel initializer.
-    final class InboundHandler: ChannelInboundHandler, Sendable {
+    /// A read of at most this many datagrams leaves the reader light: it may run them itself
+    /// (`DatagramReceiver.receive`). Past it, traffic is dense enough that the rooms' worker
+    /// threads are awake anyway, and the reader, which serves every room, only hands over.
+    static let lightRead = 4
+
+    /// Reads on the event loop: convert and route each datagram of a read, then hand the read's
+    /// datagrams over at its end, saying whether the read was light. Created on the channel's
+    /// event loop and used only there.
+    final class InboundHandler: ChannelInboundHandler {
         typealias InboundIn = AddressedEnvelope<ByteBuffer>
         let router: DatagramRouter
         let locals: LocalAddressTable?
+        /// The current read's routed datagrams (storage kept from read to read).
+        private var pending: [(receiver: any DatagramReceiver, datagram: [UInt8], source: TransportAddress,
+                               time: MediaTime)] = []
 
         init(router: DatagramRouter, locals: LocalAddressTable?) {
             self.router = router
@@ -226,7 +237,16 @@ public final class MediaSocket: DatagramSink, Service {
                 MediaMetrics.drop("unroutable")
                 return
             }
-            receiver.receive(bytes, from: source, at: .now())
+            pending.append((receiver, bytes, source, .now()))
+        }
+
+        func channelReadComplete(context: ChannelHandlerContext) {
+            let light = pending.count <= MediaSocket.lightRead
+            for item in pending {
+                item.receiver.receive(item.datagram, from: item.source, at: item.time, readerIsLight: light)
+            }
+            pending.removeAll(keepingCapacity: true)
+            context.fireChannelReadComplete()
         }
 
         func errorCaught(context: ChannelHandlerContext, error: any Error) {

@@ -180,7 +180,7 @@ final class TCPMediaHandler: ChannelInboundHandler {
                 continue
             }
             if !claimed, PacketClass(frame) == .stun { claimed = true }
-            receiver.receive(frame, from: source, at: now)
+            receiver.receive(frame, from: source, at: now, readerIsLight: frames.count <= MediaSocket.lightRead)
         }
     }
 

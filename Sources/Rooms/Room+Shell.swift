@@ -86,8 +86,8 @@ extension Room {
         let first = (DispatchTime.now().uptimeNanoseconds / period + 1) * period
         timer.schedule(deadline: DispatchTime(uptimeNanoseconds: first),
                        repeating: .milliseconds(RoomCore.tickMilliseconds), leeway: .milliseconds(1))
-        timer.setEventHandler { [weak self] in
-            self?.assumeIsolated { $0.runTicks() }
+        timer.setEventHandler { [weak self, executor] in
+            executor.counted { self?.assumeIsolated { $0.runTicks() } }
         }
         timer.resume()
         self.timer = timer
@@ -97,6 +97,10 @@ extension Room {
     func runTicks() {
         core.tick(now: clock.now(), into: &output)
         carryOut()
+        let next = core.tickGrid.next?.nanoseconds ?? 0
+        let small = connections.count < Self.inlineDatagramLimit
+        inlineUntil.store(small && next > Self.inlineGuardNanoseconds ? next - Self.inlineGuardNanoseconds : 0,
+                          ordering: .relaxed)
     }
 
     // MARK: control calls, delegated to the core at the clock's `now`

@@ -4,6 +4,7 @@ import Dispatch
 import Foundation
 import Logging
 import PeerTransport
+import Synchronization
 
 /// One conference room: the shell around its `RoomCore`. An actor whose executor is its own
 /// serial `DispatchQueue`: packet handling (datagrams hop onto the queue from the socket), the
@@ -18,7 +19,7 @@ import PeerTransport
 /// Driven by `RoomRegistry` (open, close) and by the control API through the registry.
 public actor Room {
     public let key: RoomKey
-    private let executor: SerialQueueExecutor
+    let executor: SerialQueueExecutor
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
     let logger: Logger
@@ -32,6 +33,19 @@ public actor Room {
     /// The router's handle on each participant (hops datagrams onto this room's queue).
     var connections: [CallID: ParticipantConnection] = [:]
     var timer: (any DispatchSourceTimer)?
+    /// Until when (a `MediaTime` in nanoseconds) the socket's reader may run this room's
+    /// datagrams on its own thread (`ParticipantConnection`): a little before the room's next
+    /// tick is due, because from then on the tick's firing is pending on the queue (which
+    /// `SerialQueueExecutor.isIdle` cannot see) and the reader would wait behind it, and behind
+    /// every other room's tick the workers run first. Zero for a room of `inlineDatagramLimit`
+    /// participants or more, and before the first tick. Written on the room's queue after each
+    /// tick, read by the reader.
+    nonisolated let inlineUntil = Atomic<UInt64>(0)
+    /// A room this big has ticks of a millisecond or more, which the reader would wait behind.
+    static let inlineDatagramLimit = 100
+    /// How long before its next tick's grid time a room stops taking datagrams inline: Dispatch
+    /// fires the timers up to a millisecond early or late (leeway), on one grid for all rooms.
+    static let inlineGuardNanoseconds: UInt64 = 2_000_000
     /// The recording's files while one runs (`Room+Recording`).
     var recordingFiles: RecordingFiles?
 

@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 
 /// Runs an actor's jobs on one serial `DispatchQueue`. Linux has no `DispatchSerialQueue`, and a
 /// plain `DispatchQueue` is not a `SerialExecutor`, so each Room gets this small adapter. The
@@ -17,12 +18,37 @@ public final class SerialQueueExecutor: SerialExecutor, @unchecked Sendable {
         queue = DispatchQueue(label: label, target: .global(qos: .userInteractive))
     }
 
+    /// Blocks handed to `queue` through `async` (actor jobs, datagram hops) or running in
+    /// `counted` (timer firings) and not yet finished. Zero means the queue is idle, so a caller
+    /// may run a short block on it synchronously without waiting (`ParticipantConnection`).
+    private let activity = Atomic<Int>(0)
+
     public func enqueue(_ job: consuming ExecutorJob) {
         let unowned = UnownedJob(job)
-        queue.async {
+        async {
             unowned.runSynchronously(on: self.asUnownedSerialExecutor())
         }
     }
+
+    /// Runs `body` on the queue, counted in `isIdle`.
+    public func async(_ body: @escaping @Sendable () -> Void) {
+        _ = activity.wrappingAdd(1, ordering: .relaxed)
+        queue.async {
+            body()
+            _ = self.activity.wrappingSubtract(1, ordering: .relaxed)
+        }
+    }
+
+    /// Runs `body` (already on the queue, e.g. a timer's handler), counted in `isIdle`.
+    public func counted(_ body: () -> Void) {
+        _ = activity.wrappingAdd(1, ordering: .relaxed)
+        body()
+        _ = activity.wrappingSubtract(1, ordering: .relaxed)
+    }
+
+    /// Nothing is queued or running on the queue through this executor (a hint: it may change
+    /// at once).
+    public var isIdle: Bool { activity.load(ordering: .relaxed) == 0 }
 
     public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
         UnownedSerialExecutor(ordinary: self)

@@ -15,7 +15,7 @@ struct MediaSocketBaseTests {
     /// Records the source of each datagram routed to it.
     final class Recorder: DatagramReceiver {
         let sources = NIOLockedValueBox<[TransportAddress]>([])
-        func receive(_ datagram: [UInt8], from source: TransportAddress, at time: MediaTime) {
+        func receive(_ datagram: [UInt8], from source: TransportAddress, at time: MediaTime, readerIsLight: Bool) {
             sources.withLockedValue { $0.append(source) }
         }
     }

@@ -17,7 +17,7 @@ struct MediaSocketTCPTests {
     /// Records what the router hands it.
     final class Recorder: DatagramReceiver {
         let frames = NIOLockedValueBox<[(datagram: [UInt8], source: TransportAddress)]>([])
-        func receive(_ datagram: [UInt8], from source: TransportAddress, at time: MediaTime) {
+        func receive(_ datagram: [UInt8], from source: TransportAddress, at time: MediaTime, readerIsLight: Bool) {
             frames.withLockedValue { $0.append((datagram, source)) }
         }
     }
