@@ -6,7 +6,8 @@
 #   Benchmarks/Compare/ab-load.sh BEFORE_BIN AFTER_BIN [ROUNDS]
 #
 # Scenarios: SCENARIOS (space-separated NAME:ROOMS:PARTICIPANTS:TALKERS[:SLOTS]), DURATION
-# seconds each. Results: $OUT/<label>-<scenario>-<round>/results.json and a table on stdout.
+# seconds each, DTX (on, off or negotiated: the load's silent participants; default negotiated,
+# bench-compare runs on). Results: $OUT/<label>-<scenario>-<round>/results.json and a table on stdout.
 set -euo pipefail
 A=${1:?before binary}; B=${2:?after binary}; ROUNDS=${3:-2}
 OUT=${OUT:-bench-output/ab}
@@ -32,7 +33,7 @@ run_one() {
     [[ -n $key && -n $secret ]] || { echo "$label did not start:" >&2; cat "$OUT/$label.log" >&2; kill "$pid"; return 1; }
     local args=(load --url "http://127.0.0.1:$PORT" --app-key "$key" --app-secret "$secret" --rooms "$rooms"
         --participants "$participants" --talkers "$talkers" --duration "$DURATION" --ramp-up 200
-        --server-pid "$pid" --output "$OUT/$label-$name-$round" --quiet)
+        --server-pid "$pid" --output "$OUT/$label-$name-$round" --dtx "${DTX:-negotiated}" --quiet)
     [[ -n $slots ]] && args+=(--video --slots "$slots")
     "$B" "${args[@]}" >/dev/null || echo "($label $name round $round did not pass)" >&2
     kill "$pid"; wait "$pid" 2>/dev/null || true
