@@ -50,6 +50,19 @@ struct OggOpusWriterTests {
         #expect(abs(writer.duration - (115_200.0 - 312) / 48_000) < 1e-9)
     }
 
+    /// Stopped right after a page: the end-of-stream page has no packet, so its granule is -1
+    /// (RFC 3533 §6); the last granule of the stream stays that of the page before it.
+    @Test func anEmptyLastPageCarriesGranuleMinusOne() {
+        var writer = OggOpusWriter(serial: 3, silence: OpusSilence(twentyMilliseconds: [0xF8]))
+        var bytes = writer.begin()
+        for _ in 0..<100 { bytes += writer.append([1, 2, 3]) }
+        bytes += writer.finish()
+        let audio = Array(pages(bytes).dropFirst(2))
+        #expect(audio.map(\.granule) == [48_000, 96_000, UInt64.max])
+        #expect(audio.last?.flags == 0x04 && audio.last?.lacing.isEmpty == true)
+        #expect(abs(writer.duration - (96_000.0 - 312) / 48_000) < 1e-9)
+    }
+
     @Test func largePacketsCloseAPageBeforeItsLacingOverflows() {
         var writer = OggOpusWriter(serial: 1, silence: OpusSilence(twentyMilliseconds: [0xF8]))
         var bytes = writer.begin()

@@ -96,10 +96,13 @@ public struct OggOpusWriter: Sendable {
         pageStart = granule
     }
 
-    /// The packets still pending on a last page flagged end-of-stream.
+    /// The packets still pending on a last page flagged end-of-stream. When none are (the
+    /// recording stopped right after a page), the page carries granule position -1, RFC 3533's
+    /// "no packet finishes on this page": a positive one on an empty page made opusinfo reject
+    /// the file (a 20 s recording stopped on its 20th page did).
     public mutating func finish() -> [UInt8] {
         defer { clearPending() }
-        return page(pending, granule: granule, flags: 0x04)
+        return page(pending, granule: pending.isEmpty ? .max : granule, flags: 0x04)
     }
 
     /// One Ogg page (RFC 3533 §6): header, lacing values, the packets, and its CRC.

@@ -26,7 +26,8 @@ struct OggReader {
                     partial = []
                 }
             }
-            lastGranule = (0..<8).reduce(UInt64(0)) { $0 | UInt64(bytes[offset + 6 + $1]) << (8 * $1) }
+            let granule = (0..<8).reduce(UInt64(0)) { $0 | UInt64(bytes[offset + 6 + $1]) << (8 * $1) }
+            if granule != .max { lastGranule = granule }  // -1: no packet finishes on the page
             ended = bytes[offset + 5] & 0x04 != 0
             offset = body
         }
