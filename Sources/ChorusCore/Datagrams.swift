@@ -19,13 +19,59 @@ extension DatagramSink {
     }
 }
 
+/// One routed datagram of a read, as the socket's reader hands it over: for whom, the bytes,
+/// where they came from and when they were read.
+public struct ReceivedDatagram: Sendable {
+    public var receiver: any DatagramReceiver
+    public var datagram: [UInt8]
+    public var source: TransportAddress
+    public var time: MediaTime
+
+    public init(receiver: any DatagramReceiver, datagram: [UInt8], source: TransportAddress, time: MediaTime) {
+        self.receiver = receiver
+        self.datagram = datagram
+        self.source = source
+        self.time = time
+    }
+}
+
 /// Who gets a datagram once the router has found its participant. Implemented by the room
-/// side: it hops onto the room's queue with the datagram, or runs it on the caller's thread.
+/// side: it hops onto the room's queue with the datagrams, or runs them on the caller's thread.
 public protocol DatagramReceiver: AnyObject, Sendable {
-    /// `readerIsLight`: the socket's reader met few datagrams in its last read, so it may
-    /// handle this one on its own thread instead of waking another; a busy reader says false
-    /// and only hands datagrams over.
-    func receive(_ datagram: [UInt8], from source: TransportAddress, at time: MediaTime, readerIsLight: Bool)
+    /// Who runs this receiver's datagrams (its room): a read's datagrams for receivers with one
+    /// handler are handed to one of them in one call (`ReceivedDatagram.handOver`).
+    var handler: ObjectIdentifier { get }
+    /// `datagrams`: a read's datagrams for receivers with this receiver's `handler`, in arrival
+    /// order. `readerIsLight`: the socket's reader met few datagrams in this read, so it may
+    /// handle them on its own thread instead of waking another; a busy reader says false and
+    /// only hands datagrams over.
+    func receive(_ datagrams: ArraySlice<ReceivedDatagram>, readerIsLight: Bool)
+}
+
+extension DatagramReceiver {
+    public var handler: ObjectIdentifier { ObjectIdentifier(self) }
+}
+
+extension ReceivedDatagram {
+    /// Hands a read's datagrams over, one call per handler with that handler's datagrams in
+    /// arrival order (so a room gets one hop, and one batch of replies, per read), and empties
+    /// `read`. `group` and `handlers` are the caller's scratch storage, kept from read to read.
+    public static func handOver(_ read: inout [ReceivedDatagram], readerIsLight: Bool,
+                                group: inout [ReceivedDatagram], handlers: inout [ObjectIdentifier?]) {
+        handlers.removeAll(keepingCapacity: true)
+        for item in read { handlers.append(item.receiver.handler) }
+        for index in read.indices {
+            guard let handler = handlers[index] else { continue }  // handed over with an earlier one
+            group.removeAll(keepingCapacity: true)
+            for later in index..<read.count where handlers[later] == handler {
+                group.append(read[later])
+                handlers[later] = nil
+            }
+            read[index].receiver.receive(group[...], readerIsLight: readerIsLight)
+        }
+        group.removeAll(keepingCapacity: true)
+        read.removeAll(keepingCapacity: true)
+    }
 }
 
 /// The demultiplexing table of the one media port, as the rooms see it: STUN is routed by the

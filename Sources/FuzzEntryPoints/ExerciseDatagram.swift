@@ -13,7 +13,7 @@ import STUN
 final class NamedReceiver: DatagramReceiver {
     let name: String
     init(_ name: String) { self.name = name }
-    func receive(_ datagram: [UInt8], from source: TransportAddress, at time: MediaTime, readerIsLight: Bool) {}
+    func receive(_ datagrams: ArraySlice<ReceivedDatagram>, readerIsLight: Bool) {}
 }
 
 /// The whole per-datagram server path for one participant: the RFC 7983 classifier

@@ -208,15 +208,17 @@ public final class MediaSocket: DatagramSink, Service {
     static let lightRead = 4
 
     /// Reads on the event loop: convert and route each datagram of a read, then hand the read's
-    /// datagrams over at its end, saying whether the read was light. Created on the channel's
+    /// datagrams over at its end, each room's in one call, saying whether the read was light. Created on the channel's
     /// event loop and used only there.
     final class InboundHandler: ChannelInboundHandler {
         typealias InboundIn = AddressedEnvelope<ByteBuffer>
         let router: DatagramRouter
         let locals: LocalAddressTable?
-        /// The current read's routed datagrams (storage kept from read to read).
-        private var pending: [(receiver: any DatagramReceiver, datagram: [UInt8], source: TransportAddress,
-                               time: MediaTime)] = []
+        /// The current read's routed datagrams, and `handOver`'s scratch (storage kept from read
+        /// to read).
+        private var pending: [ReceivedDatagram] = []
+        private var group: [ReceivedDatagram] = []
+        private var handlers: [ObjectIdentifier?] = []
 
         init(router: DatagramRouter, locals: LocalAddressTable?) {
             self.router = router
@@ -237,15 +239,12 @@ public final class MediaSocket: DatagramSink, Service {
                 MediaMetrics.drop("unroutable")
                 return
             }
-            pending.append((receiver, bytes, source, .now()))
+            pending.append(ReceivedDatagram(receiver: receiver, datagram: bytes, source: source, time: .now()))
         }
 
         func channelReadComplete(context: ChannelHandlerContext) {
-            let light = pending.count <= MediaSocket.lightRead
-            for item in pending {
-                item.receiver.receive(item.datagram, from: item.source, at: item.time, readerIsLight: light)
-            }
-            pending.removeAll(keepingCapacity: true)
+            ReceivedDatagram.handOver(&pending, readerIsLight: pending.count <= MediaSocket.lightRead, group: &group,
+                                      handlers: &handlers)
             context.fireChannelReadComplete()
         }
 

@@ -125,6 +125,10 @@ final class TCPMediaHandler: ChannelInboundHandler {
     private let listener: MediaTCPListener
     private var deframer = RFC4571Deframer()
     private var frames: [[UInt8]] = []
+    /// The frames of one read routed, and `handOver`'s scratch (storage kept from read to read).
+    private var routed: [ReceivedDatagram] = []
+    private var group: [ReceivedDatagram] = []
+    private var handlers: [ObjectIdentifier?] = []
     /// A STUN frame for a registered ufrag arrived: the connection belongs to a participant.
     private var claimed = false
     private var lastRead = NIODeadline.now()
@@ -180,8 +184,10 @@ final class TCPMediaHandler: ChannelInboundHandler {
                 continue
             }
             if !claimed, PacketClass(frame) == .stun { claimed = true }
-            receiver.receive(frame, from: source, at: now, readerIsLight: frames.count <= MediaSocket.lightRead)
+            routed.append(ReceivedDatagram(receiver: receiver, datagram: frame, source: source, time: now))
         }
+        ReceivedDatagram.handOver(&routed, readerIsLight: routed.count <= MediaSocket.lightRead, group: &group,
+                                  handlers: &handlers)
     }
 
     func channelInactive(context: ChannelHandlerContext) {

@@ -1,8 +1,9 @@
 import ChorusCore
 import Synchronization
 
-/// The router's handle on one participant: runs each datagram on the room's queue and in the
-/// room actor synchronously (`assumeIsolated`), so packets never wait behind async hops.
+/// The router's handle on one participant: runs a read's datagrams for its room on the room's
+/// queue and in the room actor synchronously (`assumeIsolated`), in one step with one batch of
+/// replies, so packets never wait behind async hops.
 ///
 /// While the room is small, its queue idle and its next tick not yet due (`Room.inlineUntil`),
 /// the socket's reader runs an RTP, RTCP or STUN datagram itself (`queue.sync`, which
@@ -26,21 +27,24 @@ final class ParticipantConnection: DatagramReceiver, @unchecked Sendable {
         self.executor = room.executor
     }
 
-    func receive(_ datagram: [UInt8], from source: TransportAddress, at time: MediaTime, readerIsLight: Bool) {
-        guard let room else { return }
-        let callId = callId
-        if readerIsLight, time.nanoseconds < room.inlineUntil.load(ordering: .relaxed), executor.isIdle,
-           PacketClass(datagram) != .dtls
+    /// The room's executor: a read's datagrams for one room come in one call.
+    var handler: ObjectIdentifier { ObjectIdentifier(executor) }
+
+    func receive(_ datagrams: ArraySlice<ReceivedDatagram>, readerIsLight: Bool) {
+        guard let room, let first = datagrams.first else { return }
+        if readerIsLight, first.time.nanoseconds < room.inlineUntil.load(ordering: .relaxed), executor.isIdle,
+           !datagrams.contains(where: { PacketClass($0.datagram) == .dtls })
         {
             executor.queue.sync {
-                room.assumeIsolated { $0.handleDatagram(datagram, from: source, at: time, callId: callId) }
+                room.assumeIsolated { $0.handleDatagrams(datagrams) }
             }
             return
         }
-        RoomQueueDepth.enqueued()
+        let batch = Array(datagrams)
+        RoomQueueDepth.enqueued(batch.count)
         executor.async { [weak room] in
-            RoomQueueDepth.dequeued()
-            room?.assumeIsolated { $0.handleDatagram(datagram, from: source, at: time, callId: callId) }
+            RoomQueueDepth.dequeued(batch.count)
+            room?.assumeIsolated { $0.handleDatagrams(batch[...]) }
         }
     }
 }
@@ -53,8 +57,8 @@ import Dispatch
 public enum RoomQueueDepth {
     private static let pending = Atomic<Int>(0)
 
-    static func enqueued() { _ = pending.wrappingAdd(1, ordering: .relaxed) }
-    static func dequeued() { _ = pending.wrappingSubtract(1, ordering: .relaxed) }
+    static func enqueued(_ count: Int) { _ = pending.wrappingAdd(count, ordering: .relaxed) }
+    static func dequeued(_ count: Int) { _ = pending.wrappingSubtract(count, ordering: .relaxed) }
 
     /// Datagrams waiting on room queues now.
     public static var current: Int { pending.load(ordering: .relaxed) }

@@ -5,9 +5,13 @@ import Foundation
 import PeerTransport
 
 extension Room {
-    /// One datagram for `callId`, on the room's queue (see `ParticipantConnection`).
-    func handleDatagram(_ datagram: [UInt8], from source: TransportAddress, at now: MediaTime, callId: CallID) {
-        core.receive(datagram, from: source, callId: callId, now: now, into: &output)
+    /// A read's datagrams for this room, in arrival order, then one carry-out: the replies and
+    /// forwards of all of them leave in one batch (a video frame's packets in one `sendmmsg`).
+    func handleDatagrams(_ datagrams: ArraySlice<ReceivedDatagram>) {
+        for item in datagrams {
+            guard let connection = item.receiver as? ParticipantConnection else { continue }
+            core.receive(item.datagram, from: item.source, callId: connection.callId, now: item.time, into: &output)
+        }
         carryOut()
     }
 

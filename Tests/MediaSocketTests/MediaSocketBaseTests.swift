@@ -15,8 +15,8 @@ struct MediaSocketBaseTests {
     /// Records the source of each datagram routed to it.
     final class Recorder: DatagramReceiver {
         let sources = NIOLockedValueBox<[TransportAddress]>([])
-        func receive(_ datagram: [UInt8], from source: TransportAddress, at time: MediaTime, readerIsLight: Bool) {
-            sources.withLockedValue { $0.append(source) }
+        func receive(_ datagrams: ArraySlice<ReceivedDatagram>, readerIsLight: Bool) {
+            sources.withLockedValue { $0.append(contentsOf: datagrams.map(\.source)) }
         }
     }
 

@@ -17,8 +17,8 @@ struct MediaSocketTCPTests {
     /// Records what the router hands it.
     final class Recorder: DatagramReceiver {
         let frames = NIOLockedValueBox<[(datagram: [UInt8], source: TransportAddress)]>([])
-        func receive(_ datagram: [UInt8], from source: TransportAddress, at time: MediaTime, readerIsLight: Bool) {
-            frames.withLockedValue { $0.append((datagram, source)) }
+        func receive(_ datagrams: ArraySlice<ReceivedDatagram>, readerIsLight: Bool) {
+            frames.withLockedValue { $0.append(contentsOf: datagrams.map { ($0.datagram, $0.source) }) }
         }
     }
 

@@ -21,15 +21,29 @@ private final class ReceiverRouting: MediaRouting, @unchecked Sendable {
     var any: (any DatagramReceiver)? { lock.withLock { receivers.values.first } }
 }
 
-/// Records each datagram the room sends with the thread that sent it.
-/// `@unchecked Sendable`: its one mutable property is only touched under `lock`.
+/// Records each datagram the room sends with the thread that sent it, and the batch sizes.
+/// `@unchecked Sendable`: its mutable properties are only touched under `lock`.
 private final class ThreadRecordingSink: DatagramSink, @unchecked Sendable {
     private let lock = NIOLock()
     private var sent: [(datagram: [UInt8], thread: pthread_t)] = []
+    private var batchSizes: [Int] = []
 
     func send(_ datagram: [UInt8], to destination: TransportAddress) {
         let thread = pthread_self()
         lock.withLock { sent.append((datagram, thread)) }
+    }
+
+    func send(batch: [Transmit]) {
+        lock.withLock { batchSizes.append(batch.count) }
+        for item in batch { send(item.datagram, to: item.destination) }
+    }
+
+    /// Takes the sizes of the batches sent since the last call.
+    func takeBatchSizes() -> [Int] {
+        lock.withLock {
+            defer { batchSizes.removeAll() }
+            return batchSizes
+        }
     }
 
     /// Takes what was sent since the last call.
@@ -64,12 +78,13 @@ struct ParticipantConnectionTests {
 
     /// Hands `datagram` over as a reader would and returns whether the room's reply left on
     /// the caller's own thread (and what was sent).
-    private func hand(_ datagram: [UInt8], from peer: ClientPeer, to receiver: any DatagramReceiver,
+    private func hand(_ datagrams: [UInt8]..., from peer: ClientPeer, to receiver: any DatagramReceiver,
                       readerIsLight: Bool) async throws -> (inline: Bool, sent: [[UInt8]]) {
         let caller = pthread_self()
-        receiver.receive(datagram, from: peer.address, at: .now(), readerIsLight: readerIsLight)
+        let read = datagrams.map { ReceivedDatagram(receiver: receiver, datagram: $0, source: peer.address, time: .now()) }
+        receiver.receive(read[...], readerIsLight: readerIsLight)
         var sent = sink.take()
-        for _ in 0..<200 where sent.isEmpty {
+        for _ in 0..<200 where sent.count < datagrams.count {
             try await Task.sleep(for: .milliseconds(5))
             sent = sink.take()
         }
@@ -96,6 +111,19 @@ struct ParticipantConnectionTests {
             try await Task.sleep(for: .milliseconds(7))
         }
         #expect(inlineAnswers == 3)
+        await room.close()
+    }
+
+    @Test func aReadsDatagramsForOneRoomRunInOneStepWithOneBatchOfReplies() async throws {
+        let (room, peer, receiver) = try await joinedPeer()
+        for readerIsLight in [false, true] {
+            _ = sink.takeBatchSizes()
+            let checks = try (0..<3).map { _ in try #require(peer.connectivityCheck(useCandidate: false)).datagram }
+            let (_, sent) = try await hand(checks[0], checks[1], checks[2], from: peer, to: receiver,
+                                           readerIsLight: readerIsLight)
+            #expect(sent.count == 3 && sent.allSatisfy { PacketClass($0) == .stun })
+            #expect(sink.takeBatchSizes().contains(3), "light read: \(readerIsLight)")
+        }
         await room.close()
     }
 
