@@ -208,8 +208,8 @@ public final class MediaSocket: DatagramSink, Service {
     static let lightRead = 4
 
     /// Reads on the event loop: convert and route each datagram of a read, then hand the read's
-    /// datagrams over at its end, each room's in one call, saying whether the read was light. Created on the channel's
-    /// event loop and used only there.
+    /// datagrams over at its end, each room's in one call, saying whether the read was light.
+    /// Created on the channel's event loop and used only there.
     final class InboundHandler: ChannelInboundHandler {
         typealias InboundIn = AddressedEnvelope<ByteBuffer>
         let router: DatagramRouter

@@ -6,10 +6,10 @@ import Synchronization
 /// replies, so packets never wait behind async hops.
 ///
 /// While the room is small, its queue idle and its next tick not yet due (`Room.inlineUntil`),
-/// the socket's reader runs an RTP, RTCP or STUN datagram itself (`queue.sync`, which
-/// libdispatch runs on the calling thread). That saves the hop's wake-up of a worker thread per
-/// datagram, the largest single cost of a small meeting (a video meeting of 3 × 5 made 1,250
-/// context switches a second; 15 % less CPU without them). Otherwise the datagram hops
+/// the socket's reader runs a light read's RTP, RTCP and STUN itself (`queue.sync`, which
+/// libdispatch runs on the calling thread). That saves the hop's wake-up of a worker thread,
+/// the largest single cost of a small meeting (a video meeting of 3 × 5 made 1,250 context
+/// switches a second; 15 % less CPU without them). Otherwise the datagrams hop, in one block
 /// (`queue.async`): the reader, which serves every room, never waits behind a tick or a queue
 /// with work in it (which also keeps the datagrams in order), and a DTLS handshake's signing
 /// (a millisecond) stays off it. A reader that waited showed as join times of seconds and
