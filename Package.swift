@@ -107,7 +107,7 @@ let package = Package(
             name: "LoadGenerator",
             dependencies: [
                 "ChorusCore", "Auth", "ICELite", "STUN", "DTLS", "SRTP", "AudioMixer", "RTP", "RTCP", "CVPX", "ICETCP",
-                "PeerTransport",
+                "PeerTransport", "CUDP",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],

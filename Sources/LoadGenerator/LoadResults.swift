@@ -25,6 +25,9 @@ public struct LoadResults: Codable, Sendable, Equatable {
         public var janusPrebufferPackets: Int?
         /// The generator's event loops (absent in results written when it had one).
         public var eventLoops: Int?
+        /// "per-participant" or "shared" (`LoadSharedSocket`; absent in results written before
+        /// the choice existed, which were per participant).
+        public var sockets: String?
 
         public init(target: String, url: String, rooms: Int, participantsPerRoom: Int, talkersPerRoom: Int,
                     video: Bool, slots: Int, durationSeconds: Double, rampUpPerSecond: Double,

@@ -91,6 +91,10 @@ extension LoadRunner {
             try await connectTCP(participant, negotiate: negotiate)
             return
         }
+        if configuration.sharedSockets {
+            try await connectShared(participant, negotiate: negotiate)
+            return
+        }
         let channel = try await bind(participant)
         let started = MediaTime.now()
         do {
@@ -106,9 +110,57 @@ extension LoadRunner {
 
     func bind(_ participant: LoadParticipant) async throws -> any Channel {
         let handler = LoadDatagramHandler(participant: participant)
+        // One datagram per readiness event: a listener's socket holds one packet at a time, and
+        // NIO's default of 4 reads per event makes every event a second, empty `recvmsg`
+        // (EAGAIN). epoll is level-triggered in NIO, so a second queued packet is reported again.
         return try await DatagramBootstrap(group: group)
+            .channelOption(.maxMessagesPerRead, value: 1)
             .channelInitializer { $0.pipeline.addHandler(handler) }
             .bind(host: localHost, port: 0).get()
+    }
+
+    /// Opens the shared sockets (`--sockets shared`), one per `participantsPerSocket`
+    /// participants of the run, dealt over the shards; each channel is closed with its shard's.
+    func openSharedSockets() async throws {
+        guard localHost.hasPrefix("127.") else {
+            throw LoadHTTP.Failure(description: "--sockets shared needs a server on loopback, not \(localHost)")
+        }
+        let total = configuration.rooms * configuration.participants
+        let count = (total + LoadSharedSocket.participantsPerSocket - 1) / LoadSharedSocket.participantsPerSocket
+        var sockets: [LoadSharedSocket] = []
+        for index in 0..<count {
+            let shard = shards[index % shards.count]
+            let socket = try await LoadSharedSocket.open(for: shard)
+            try await shard.loop.submit { shard.adoptShared(socket.channel) }.get()
+            sockets.append(socket)
+        }
+        sharedSockets.withLock { $0 = sockets }
+    }
+
+    /// Joins `participant` on a shared socket, from a loopback address of its own: the
+    /// `index`th participant takes socket `index / participantsPerSocket` and that socket's
+    /// shard (so consecutive joins share a socket and the sockets spread over the loops).
+    func connectShared(_ participant: LoadParticipant,
+                       negotiate: (String) async throws -> LoadJoin) async throws {
+        let index = sharedIndex.wrappingAdd(1, ordering: .relaxed).oldValue
+        guard let socket = sharedSockets.withLock({ sockets in
+            sockets.indices.contains(index / LoadSharedSocket.participantsPerSocket)
+                ? sockets[index / LoadSharedSocket.participantsPerSocket] : nil
+        }) else { throw LoadHTTP.Failure(description: "no shared socket for participant \(index)") }
+        let shard = socket.shard
+        let address = LoadSharedSocket.Address(index: index)
+        let started = MediaTime.now()
+        let joined = try await negotiate(participant.offer(host: address.text, port: socket.port))
+        let answer = try LoadSDP.parseAnswer(joined.answer)
+        let server = try SocketAddress(ipAddress: answer.host, port: answer.port)
+        try await shard.loop.submit {
+            participant.confine(to: shard.loop)
+            participant.joinStartedAt = started
+            participant.send = { bytes in socket.send(bytes, from: address, to: server) }
+            shard.adopt(participant, channel: nil, hangUp: joined.hangUp)
+            shard.route(address, to: participant)
+            participant.start(answer, now: .now(), controlling: true)
+        }.get()
     }
 
     /// Wires the participant's sends to the server's candidate and starts ICE, on the loop.

@@ -82,6 +82,7 @@ extension LoadRunner {
             transport: configuration.tcp ? "tcp" : "udp")
         scenario.janusPrebufferPackets = configuration.janusPrebufferPackets
         scenario.eventLoops = shards.count
+        scenario.sockets = configuration.sharedSockets ? "shared" : "per-participant"
         var results = LoadResults(
             scenario: scenario,
             startedAt: started, participants: total, joined: participants.count, established: established.count,

@@ -4,6 +4,7 @@ import DTLS
 import Foundation
 import NIOCore
 import NIOPosix
+import Synchronization
 
 /// How a run is set up (`chorus load` options).
 public struct LoadConfiguration: Sendable {
@@ -35,6 +36,10 @@ public struct LoadConfiguration: Sendable {
     /// Media over ICE-TCP (RFC 6544, the answer's passive TCP candidate, RFC 4571 framing)
     /// instead of UDP.
     public var tcp = false
+    /// Shared sockets, each for `LoadSharedSocket.participantsPerSocket` participants on
+    /// loopback addresses of their own, spread over the event loops (`LoadSharedSocket`),
+    /// instead of a socket per participant. A local server only.
+    public var sharedSockets = false
     /// Event loops the simulated participants are spread over (a connection stays on one).
     public var eventLoops = System.coreCount
     /// What the run must meet to pass (`LoadBars`).
@@ -91,6 +96,10 @@ public final class LoadRunner: Sendable {
     let runID: String
     /// The measured period: a second after the last join until the media stopped.
     let window = LoadWindow()
+    /// The next participant's number on the shared sockets (its loopback address and socket).
+    let sharedIndex = Atomic<Int>(0)
+    /// With `sharedSockets`: the shared sockets, opened before the joins.
+    let sharedSockets = Mutex<[LoadSharedSocket]>([])
     /// What only the home loop touches; the box traps on an access from any other thread.
     private let onLoop: NIOLoopBoundBox<LoopState>
 
@@ -156,6 +165,7 @@ public final class LoadRunner: Sendable {
             ? (configuration.simulcast ? try LoadCamera.simulcast() : LoadCamera.single(try LoadVideo.make())) : nil
         try await signaling.createRooms(count: configuration.rooms, participants: configuration.participants,
                                         videoSlots: configuration.video ? configuration.slots : 0)
+        if configuration.sharedSockets { try await openSharedSockets() }
         let tickers = startTicking()
         let sampler = startSampling(since: started)
         try await joinAll(context: context, audio: audio, camera: configuration.video && separateVideo == nil ? camera : nil)

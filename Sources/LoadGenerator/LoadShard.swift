@@ -18,6 +18,8 @@ final class LoadShard: Sendable {
         /// The extra connections of a server that carries video apart (Janus VideoRoom).
         var auxiliaries: [LoadParticipant] = []
         var channels: [any Channel] = []
+        /// The participants on the shared socket, by their loopback address (network order).
+        var routes: [UInt32: LoadParticipant] = [:]
         /// How each connection hangs up.
         var hangUps: [@Sendable () async -> Void] = []
         /// How late each tick ran in the measured window, ms, and the last tick.
@@ -55,15 +57,31 @@ final class LoadShard: Sendable {
         Contents(participants: participants, auxiliaries: auxiliaries, tickLags: onLoop.value.tickLags)
     }
 
-    /// Takes a connection that was just handed over to this loop.
-    func adopt(_ participant: LoadParticipant, channel: any Channel, hangUp: @escaping @Sendable () async -> Void) {
+    /// Takes a connection that was just handed over to this loop (`channel` nil: it is on the
+    /// shared socket, whose channel the shard holds once).
+    func adopt(_ participant: LoadParticipant, channel: (any Channel)?, hangUp: @escaping @Sendable () async -> Void) {
         if participant.role == .member {
             onLoop.value.participants.append(participant)
         } else {
             onLoop.value.auxiliaries.append(participant)
         }
-        onLoop.value.channels.append(channel)
+        if let channel { onLoop.value.channels.append(channel) }
         onLoop.value.hangUps.append(hangUp)
+    }
+
+    /// Delivers what the shared socket receives for `address` to `participant`.
+    func route(_ address: LoadSharedSocket.Address, to participant: LoadParticipant) {
+        onLoop.value.routes[address.raw] = participant
+    }
+
+    /// The participant on the shared socket at `address` (network byte order), on the loop.
+    func participant(at address: UInt32) -> LoadParticipant? {
+        onLoop.value.routes[address]
+    }
+
+    /// Takes the shared socket's channel, to be closed with the others.
+    func adoptShared(_ channel: any Channel) {
+        onLoop.value.channels.append(channel)
     }
 
     /// Every 5 ms: each connection's checks, retransmissions and due frames (a participant

@@ -39,6 +39,8 @@ struct Load: AsyncParsableCommand {
     var minOnsetsPercent: Double = 99.5
     @Option(help: "Opus DTX for silent participants: negotiated (when the server's answer has usedtx=1, as browsers do), on or off.")
     var dtx: String = "negotiated"
+    @Option(help: "per-participant: a UDP socket per participant (default); shared: a socket per 64 participants, each participant on a loopback address of its own (127.a.b.c), read 64 datagrams a call. A server on loopback only.")
+    var sockets: String = "per-participant"
     @Option(help: "Event loops (threads) the simulated participants are spread over; default one per core.")
     var eventLoops: Int?
     @Option(help: "With --target janus: AudioBridge prebuffering in 20 ms packets (Janus's default 6; 2 matches Chorus's 40 ms jitter-buffer start).")
@@ -60,6 +62,10 @@ struct Load: AsyncParsableCommand {
         guard janusPrebuffer.map({ target == "janus" && (0...50).contains($0) }) ?? true else {
             throw ValidationError("--janus-prebuffer is 0…50 packets, with --target janus")
         }
+        guard sockets == "per-participant" || sockets == "shared" else {
+            throw ValidationError("--sockets is per-participant or shared")
+        }
+        guard sockets == "per-participant" || !tcp else { throw ValidationError("--sockets shared is for UDP") }
         guard !simulcast || video else { throw ValidationError("--simulcast needs --video") }
         guard target == "chorus" || !(simulcast || transportCc || tcp) else {
             throw ValidationError("--simulcast, --transport-cc and --tcp drive Chorus only")
@@ -83,6 +89,7 @@ struct Load: AsyncParsableCommand {
         configuration.simulcast = simulcast
         configuration.transportCC = transportCc || simulcast
         configuration.tcp = tcp
+        configuration.sharedSockets = sockets == "shared"
         configuration.janusPrebufferPackets = janusPrebuffer
         if let eventLoops { configuration.eventLoops = eventLoops }
         configuration.bars.maxLossPercent = maxLossPercent

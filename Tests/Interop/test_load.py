@@ -100,3 +100,29 @@ def test_video_run_fills_every_slot(chorus_server, chorus_bin):
             break
         time.sleep(0.1)
     assert len(forwarded) == 6, calls
+
+
+def test_shared_sockets_run_hears_audio(chorus_server, chorus_bin):
+    """`--sockets shared`: 70 participants on two shared sockets (64 to a socket, on two event
+    loops), each on a loopback address of its own. The server tells participants apart by their
+    5-tuples only, so everyone established and hearing the mix (with the bars met) shows that each
+    participant's checks, handshake and media left from its own address and that each socket
+    handed the packets for its addresses to the right participant."""
+    output = REPO_ROOT / "test-output" / "load-shared"
+    key, secret = chorus_server.auth
+    run = subprocess.run(
+        [chorus_bin, "load", "--url", chorus_server.base_url, "--app-key", key, "--app-secret", secret,
+         "--rooms", "2", "--participants", "35", "--talkers", "2", "--duration", "8", "--ramp-up", "40",
+         "--sockets", "shared", "--output", str(output), "--quiet", *TEST_BARS],
+        capture_output=True, text=True, timeout=180)
+    assert run.returncode == 0, f"chorus load --sockets shared failed ({run.returncode}):\n{run.stdout}\n{run.stderr}"
+    results = json.loads((output / "results.json").read_text())
+    assert results["scenario"]["sockets"] == "shared", results["scenario"]
+    assert results["established"] == 70 and results["listenersWithAudio"] == 70, run.stdout
+    assert results["audioRateLossPercent"] < 1.0 and results["failedBars"] == [], run.stdout
+    assert results["mouthToEar"]["count"] >= 8, run.stdout
+
+    # A wrong choice is refused before anything runs.
+    refused = subprocess.run([chorus_bin, "load", "--sockets", "one", "--app-key", "k", "--app-secret", "s"],
+                             capture_output=True, text=True, timeout=30)
+    assert refused.returncode != 0 and "--sockets" in refused.stderr, refused.stderr
