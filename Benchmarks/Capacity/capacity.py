@@ -24,7 +24,13 @@ Environment: OUT; DURATION seconds of media per run (20); REPEATS (3); SERVERS (
 tuned setting, whose runs are listed in runs.tsv and the capacity table); SHAPES ("room meetings"); ROOM_SIZES and MEETING_ROOMS (the
 ladders; per server as CHORUS_ROOM_SIZES, JANUS_ROOM_SIZES, CHORUS_MEETING_ROOMS,
 JANUS_MEETING_ROOMS, where JANUS_* apply to both Janus settings). A shorter ladder that starts
-higher saves time but proves less: capacity.md prints each ladder.
+higher saves time but proves less: capacity.md prints each ladder. CHORUS_SOCKETS: how
+`chorus load` holds Chorus's participants, "shared" (default: a UDP socket per 64 participants,
+each on a loopback address of its own, which costs the generator about a third less CPU at
+2,500 listeners and leaves that to the server) or "per-participant" (a socket each, as the
+searches before 2026-11-27 did). Janus runs in a network namespace, not on loopback, so its
+participants always have a socket each (its capacities are 10-20 times smaller: the
+generator's share of the machine there is small either way).
 """
 from __future__ import annotations
 
@@ -48,6 +54,7 @@ DURATION = float(os.environ.get("DURATION", "20"))
 REPEATS = int(os.environ.get("REPEATS", "3"))
 # Chorus's jitter buffer starts at 40 ms (JitterBufferConfiguration.initialTargetMs): 2 packets.
 MATCHED_PREBUFFER = 2
+CHORUS_SOCKETS = os.environ.get("CHORUS_SOCKETS", "shared")
 
 LABELS = {"chorus": "Chorus", "janus": "Janus 1.1.2 (defaults: prebuffer 6 packets)",
           "janus-matched": f"Janus 1.1.2 (prebuffer {MATCHED_PREBUFFER} packets, as Chorus's 40 ms)",
@@ -131,7 +138,7 @@ def probe(search: Search, repeat: int) -> dict:
     if search.server == "chorus":
         server, key, secret = start_chorus(folder)
         args += ["--url", f"http://127.0.0.1:{HTTP_PORT}", "--app-key", key, "--app-secret", secret,
-                 "--server-pid", str(server.pid)]
+                 "--server-pid", str(server.pid), "--sockets", CHORUS_SOCKETS]
         stop = lambda: (server.terminate(), server.wait(timeout=30))  # noqa: E731
     else:
         # janus-loops2: the tuned setting of bench-compare (Janus spreads its peer connections
@@ -209,7 +216,8 @@ def main() -> int:
 
 def render(searches: list[Search]) -> str:
     lines = [f"Each size held when {REPEATS} of {REPEATS} runs of {DURATION:.0f} s passed; "
-             "searches interleaved round by round, a fresh server per run.", ""]
+             "searches interleaved round by round, a fresh server per run. "
+             f"Chorus's participants on sockets: {CHORUS_SOCKETS}; Janus's: per participant.", ""]
     shapes = list(dict.fromkeys(search.shape for search in searches))
     lines += ["| shape | server | ladder | capacity (last size held) | search ended | vs Janus defaults |",
               "|---|---|---|---|---|---|"]

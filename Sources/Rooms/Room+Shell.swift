@@ -33,19 +33,20 @@ extension Room {
         }
     }
 
-    /// A fanned-out step's batches (`RoomCore+Lanes`), each lane's on its own thread: on
-    /// loopback and small packets the send system call is most of a listener's cost.
+    /// A fanned-out step's batches (`RoomCore+Lanes`), each handed to its lane's sender
+    /// (`LaneSenders`) and sent there while this room goes on: on loopback and small packets the
+    /// send system call is most of a listener's cost, and the room's thread need not wait for it.
     private func sendLaneBatches() {
         guard let sink = media?.sink else { return }
-        let used = output.laneTransmits.count { !$0.isEmpty }
-        if used == 0 { return }
-        if used == 1, let batch = output.laneTransmits.first(where: { !$0.isEmpty }) {
-            sink.send(batch: batch)
-            return
-        }
-        output.laneTransmits.withUnsafeBufferPointer { batches in
-            let job = LaneSendJob(batches: batches, sink: sink)
-            DispatchQueue.concurrentPerform(iterations: batches.count) { job.send(lane: $0) }
+        for lane in output.laneTransmits.indices where !output.laneTransmits[lane].isEmpty {
+            let senders = laneSenders ?? LaneSenders(lanes: output.laneTransmits.count, label: "chorus.room.\(key)")
+            laneSenders = senders
+            // The batch goes to the sender; the lane starts the next step with a new array of
+            // the same capacity (emptying this one in place would copy it, being shared).
+            let batch = output.laneTransmits[lane]
+            output.laneTransmits[lane] = []
+            output.laneTransmits[lane].reserveCapacity(batch.count)
+            senders.send(batch, lane: lane, sink: sink)
         }
     }
 
@@ -156,18 +157,4 @@ extension Room {
 
     /// Counts of participants by state, for /metrics.
     public func stateCounts() -> (progressing: Int, established: Int) { core.stateCounts() }
-}
-
-/// The lanes' batches of one step, handed to `concurrentPerform`'s threads.
-///
-/// `@unchecked Sendable` for the buffer pointer: the batches are only read, each by one lane,
-/// and the room's thread waits in `concurrentPerform` until every lane has sent, so the output
-/// they live in is neither written nor freed meanwhile. The sink is `Sendable`.
-private struct LaneSendJob: @unchecked Sendable {
-    let batches: UnsafeBufferPointer<[Transmit]>
-    let sink: any DatagramSink
-
-    func send(lane: Int) {
-        if !batches[lane].isEmpty { sink.send(batch: batches[lane]) }
-    }
 }

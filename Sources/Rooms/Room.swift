@@ -48,6 +48,8 @@ public actor Room {
     static let inlineGuardNanoseconds: UInt64 = 2_000_000
     /// The recording's files while one runs (`Room+Recording`).
     var recordingFiles: RecordingFiles?
+    /// Where a fanned-out step's batches are sent from (`LaneSenders`); made at the first.
+    var laneSenders: LaneSenders?
 
     public init(key: RoomKey, settings: RoomSettings, logger: Logger, media: MediaEnvironment? = nil,
                 observer: RoomEventObserver? = nil) {

@@ -29,6 +29,7 @@ extension RoomCore {
     func deliverInLanes(_ payload: UnsafeRawBufferPointer, mix: AudioMixerTick<CallID>.Mix, to targets: [Participant],
                         relayed: Bool, lanes: Int, now: MediaTime) {
         laneFanOuts &+= 1
+        RoomMetrics.laneFanOut()
         output.prepareLanes(lanes)
         while laneScratch.count < lanes { laneScratch.append([]) }
         targets.withUnsafeBufferPointer { targets in

@@ -181,6 +181,11 @@ enum RoomMetrics {
         Counter(label: "chorus_rtcp_goodbye_received_total").increment()
     }
 
+    /// One mix payload fanned out over lanes (`RoomCore+Lanes`): a room big enough for them.
+    static func laneFanOut() {
+        Counter(label: "chorus_room_lane_fanouts_total").increment()
+    }
+
     static func handshakes(ok: Bool) {
         Counter(label: "chorus_dtls_handshakes_total", dimensions: [("result", ok ? "ok" : "failed")]).increment()
     }

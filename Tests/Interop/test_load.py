@@ -102,25 +102,38 @@ def test_video_run_fills_every_slot(chorus_server, chorus_bin):
     assert len(forwarded) == 6, calls
 
 
+def lane_fanouts(server) -> float:
+    text = server.request("GET", "/metrics").text
+    return sum(float(line.split()[-1]) for line in text.splitlines()
+               if line.startswith("chorus_room_lane_fanouts_total"))
+
+
 def test_shared_sockets_run_hears_audio(chorus_server, chorus_bin):
-    """`--sockets shared`: 70 participants on two shared sockets (64 to a socket, on two event
-    loops), each on a loopback address of its own. The server tells participants apart by their
-    5-tuples only, so everyone established and hearing the mix (with the bars met) shows that each
-    participant's checks, handshake and media left from its own address and that each socket
-    handed the packets for its addresses to the right participant."""
+    """`--sockets shared`: one room of 200 on four shared sockets (64 to a socket, over two
+    event loops), each participant on a loopback address of its own. The server tells
+    participants apart by their 5-tuples only, so everyone established and hearing the mix (with
+    the bars met) shows that each participant's checks, handshake and media left from its own
+    address and that each socket handed the packets for its addresses to the right participant.
+    The room's full mix has 197 listeners, so the server fans it out over lanes and sends the
+    lanes' batches from their own queues (`LaneSenders`): every listener's stream still arrives
+    whole and on time."""
     output = REPO_ROOT / "test-output" / "load-shared"
     key, secret = chorus_server.auth
+    fanouts = lane_fanouts(chorus_server)
     run = subprocess.run(
         [chorus_bin, "load", "--url", chorus_server.base_url, "--app-key", key, "--app-secret", secret,
-         "--rooms", "2", "--participants", "35", "--talkers", "2", "--duration", "8", "--ramp-up", "40",
-         "--sockets", "shared", "--output", str(output), "--quiet", *TEST_BARS],
-        capture_output=True, text=True, timeout=180)
+         "--rooms", "1", "--participants", "200", "--talkers", "3", "--duration", "8", "--ramp-up", "50",
+         "--event-loops", "2", "--sockets", "shared", "--output", str(output), "--quiet", *TEST_BARS],
+        capture_output=True, text=True, timeout=240)
     assert run.returncode == 0, f"chorus load --sockets shared failed ({run.returncode}):\n{run.stdout}\n{run.stderr}"
     results = json.loads((output / "results.json").read_text())
     assert results["scenario"]["sockets"] == "shared", results["scenario"]
-    assert results["established"] == 70 and results["listenersWithAudio"] == 70, run.stdout
+    assert results["established"] == 200 and results["listenersWithAudio"] == 200, run.stdout
     assert results["audioRateLossPercent"] < 1.0 and results["failedBars"] == [], run.stdout
     assert results["mouthToEar"]["count"] >= 8, run.stdout
+    # Fanned out on most of the run's ticks (50 a second; the mix is silent between bursts
+    # only when all three talkers pause).
+    assert lane_fanouts(chorus_server) - fanouts > 100, "the room's mix was not fanned out over lanes"
 
     # A wrong choice is refused before anything runs.
     refused = subprocess.run([chorus_bin, "load", "--sockets", "one", "--app-key", "k", "--app-secret", "s"],
