@@ -37,10 +37,15 @@ extension Room {
     /// (`LaneSenders`) and sent there while this room goes on: on loopback and small packets the
     /// send system call is most of a listener's cost, and the room's thread need not wait for it.
     private func sendLaneBatches() {
-        guard let sink = media?.sink else { return }
+        guard let sink = media?.sink, output.laneTransmits.contains(where: { !$0.isEmpty }) else { return }
+        let senders = laneSenders ?? LaneSenders(lanes: output.laneTransmits.count, label: "chorus.room.\(key)")
+        laneSenders = senders
+        // One step in flight: the previous step's batches have left before this step's are
+        // handed over. The room computed this step while they were sending; letting it run
+        // further ahead only queued audio in the lanes (measured: 130 ms more mouth-to-ear in a
+        // room of 2,500, and more CPU, with no bound but the lanes' backlog).
+        senders.drain()
         for lane in output.laneTransmits.indices where !output.laneTransmits[lane].isEmpty {
-            let senders = laneSenders ?? LaneSenders(lanes: output.laneTransmits.count, label: "chorus.room.\(key)")
-            laneSenders = senders
             // The batch goes to the sender; the lane starts the next step with a new array of
             // the same capacity (emptying this one in place would copy it, being shared).
             let batch = output.laneTransmits[lane]
