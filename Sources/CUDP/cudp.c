@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "cudp.h"
 
@@ -77,4 +78,18 @@ size_t chorus_udp_send_batch(int fd, const chorus_udp_datagram *datagrams, size_
         position += 1;
     }
     return delivered;
+}
+
+int chorus_udp_bound_socket(const void *address, uint32_t address_length) {
+    const struct sockaddr *socket_address = address;
+    int fd = socket(socket_address->sa_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -errno;
+    int one = 1;
+    (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (bind(fd, socket_address, address_length) != 0) {
+        int error = errno;
+        close(fd);
+        return -error;
+    }
+    return fd;
 }

@@ -143,10 +143,10 @@ extension LoadRunner {
     func connectShared(_ participant: LoadParticipant,
                        negotiate: (String) async throws -> LoadJoin) async throws {
         let index = sharedIndex.wrappingAdd(1, ordering: .relaxed).oldValue
-        guard let socket = sharedSockets.withLock({ sockets in
-            sockets.indices.contains(index / LoadSharedSocket.participantsPerSocket)
-                ? sockets[index / LoadSharedSocket.participantsPerSocket] : nil
-        }) else { throw LoadHTTP.Failure(description: "no shared socket for participant \(index)") }
+        let slot = index / LoadSharedSocket.participantsPerSocket
+        guard let socket = sharedSockets.withLock({ $0.indices.contains(slot) ? $0[slot] : nil }) else {
+            throw LoadHTTP.Failure(description: "no shared socket for participant \(index)")
+        }
         let shard = socket.shard
         let address = LoadSharedSocket.Address(index: index)
         let started = MediaTime.now()

@@ -45,7 +45,7 @@ final class LoadSharedSocket: Sendable {
 
     /// A loopback address for the `index`th participant of a run: 127.a.b.c, never .0 or .255
     /// in the last byte. `raw` is the address in network byte order, as IP_PKTINFO gives it.
-    struct Address: Sendable, Hashable {
+    struct Address: Sendable {
         let bytes: (UInt8, UInt8, UInt8)
         var text: String { "127.\(bytes.0).\(bytes.1).\(bytes.2)" }
         var raw: UInt32 {
@@ -57,9 +57,6 @@ final class LoadSharedSocket: Sendable {
             bytes = (UInt8(truncatingIfNeeded: 1 + n / (254 * 256)), UInt8(truncatingIfNeeded: n / 254 % 256),
                      UInt8(truncatingIfNeeded: 1 + n % 254))
         }
-
-        static func == (lhs: Address, rhs: Address) -> Bool { lhs.raw == rhs.raw }
-        func hash(into hasher: inout Hasher) { hasher.combine(raw) }
     }
 
     /// Opens a socket on the shard's loop, reading with `recvmmsg` (64 a call) into `shard`'s
@@ -95,21 +92,10 @@ final class LoadSharedSocket: Sendable {
 
     /// A non-blocking UDP socket on 0.0.0.0 and a port the kernel picks.
     private static func boundSocket() throws -> Int32 {
-        let type = Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
-        let socket = Glibc.socket(AF_INET, type, 0)
-        guard socket >= 0 else { throw LoadHTTP.Failure(description: "socket: errno \(errno)") }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
+        let socket = try SocketAddress(ipAddress: "0.0.0.0", port: 0).withSockAddr {
+            chorus_udp_bound_socket($0, UInt32($1))
         }
-        guard result == 0 else {
-            let error = errno
-            close(socket)
-            throw LoadHTTP.Failure(description: "bind 0.0.0.0: errno \(error)")
-        }
+        guard socket >= 0 else { throw LoadHTTP.Failure(description: "UDP socket on 0.0.0.0: errno \(-socket)") }
         return socket
     }
 

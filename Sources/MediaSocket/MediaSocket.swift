@@ -1,3 +1,4 @@
+import CUDP
 import ChorusCore
 import Glibc
 import Logging
@@ -126,19 +127,10 @@ public final class MediaSocket: DatagramSink, Service {
         }
     }
 
-    /// A non-blocking UDP socket bound to `address` (SO_REUSEADDR, as NIO's bootstrap sets it).
+    /// A non-blocking UDP socket bound to `address` (`chorus_udp_bound_socket`).
     private static func boundSocket(_ address: SocketAddress) throws -> Int32 {
-        let type = Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
-        let socket = Glibc.socket(address.protocol.rawValue, type, 0)
-        guard socket >= 0 else { throw MediaSocketError.socket("socket", errno) }
-        var one: Int32 = 1
-        _ = setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        let result = address.withSockAddr { Glibc.bind(socket, $0, socklen_t($1)) }
-        guard result == 0 else {
-            let error = errno
-            close(socket)
-            throw MediaSocketError.socket("bind \(address)", error)
-        }
+        let socket = address.withSockAddr { chorus_udp_bound_socket($0, UInt32($1)) }
+        guard socket >= 0 else { throw MediaSocketError.socket("UDP socket on \(address)", -socket) }
         return socket
     }
 

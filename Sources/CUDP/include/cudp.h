@@ -27,4 +27,9 @@ typedef struct chorus_udp_datagram {
 /// Callable from any thread.
 size_t chorus_udp_send_batch(int fd, const chorus_udp_datagram *datagrams, size_t count);
 
+/// A non-blocking, close-on-exec UDP socket with SO_REUSEADDR (as NIO's bootstrap sets it),
+/// bound to `address` (a sockaddr_in or sockaddr_in6 of `address_length` bytes). Returns the
+/// descriptor, or -errno of the call that failed (nothing is left open then).
+int chorus_udp_bound_socket(const void *address, uint32_t address_length);
+
 #endif
