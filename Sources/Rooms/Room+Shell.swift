@@ -38,7 +38,9 @@ extension Room {
     /// send system call is most of a listener's cost, and the room's thread need not wait for it.
     private func sendLaneBatches() {
         guard let sink = media?.sink, output.laneTransmits.contains(where: { !$0.isEmpty }) else { return }
-        let senders = laneSenders ?? LaneSenders(lanes: output.laneTransmits.count, label: "chorus.room.\(key)")
+        // As many senders as the room may use lanes (a step of a smaller room uses fewer).
+        let senders = laneSenders ?? LaneSenders(lanes: max(media?.lanes ?? 1, output.laneTransmits.count),
+                                                 label: "chorus.room.\(key)")
         laneSenders = senders
         // One step in flight: the previous step's batches have left before this step's are
         // handed over. The room computed this step while they were sending; letting it run
