@@ -27,6 +27,8 @@ struct ParticipantAudio {
     var comfortNoiseFrames: UInt64 = 0
     /// Ticks played without decoding (muted, or quiet by the client's own level).
     var skippedDecodes: UInt64 = 0
+    /// Ticks whose packet nobody needed decoded (a lone talker's, relayed as it is).
+    var undecodedFrames: UInt64 = 0
     /// What the participant was sent, per tick: a mix frame, nothing (its mix was silent), or
     /// nothing because the encode failed (never expected; counted so a stall shows why).
     var mixFramesSent: UInt64 = 0
@@ -56,8 +58,13 @@ struct ParticipantAudio {
     /// threshold. The client's level is the newest packet's, a packet or two ahead of playout,
     /// so decoding resumes before a talker's first loud frame plays. Mixed speakers also get
     /// comfort noise in their DTX pauses.
+    ///
+    /// A frame that would be decoded and that is one whole packet with the client's level is
+    /// held undecoded instead (`undecoded`, nil samples): the mixer asks for it
+    /// (`decodeHeldFrame`) only when a mix needs its samples, so a lone talker, whose packet is
+    /// relayed, is never decoded.
     mutating func nextFrame(now: MediaTime, isSpeaker: Bool = false, muted: Bool = false)
-        -> (pcm: [Int16]?, level: SSRCAudioLevel?)
+        -> (pcm: [Int16]?, level: SSRCAudioLevel?, undecoded: Bool)
     {
         // A loud level stands for the few packets after it; a quiet one until the next packet.
         // A participant pausing in DTX sends one packet every 400 ms: concealing its quiet
@@ -70,24 +77,36 @@ struct ParticipantAudio {
         let quiet = level.map { $0.dBov < Self.decodeThresholdDBov } ?? false
         let decode = !muted && (isSpeaker || !quiet)
         let kind = pcm.withUnsafeMutableBufferPointer {
-            receive.nextFrame(now: now, into: $0, comfortNoise: isSpeaker, decode: decode)
+            receive.nextFrame(now: now, into: $0, comfortNoise: isSpeaker, decode: decode, deferDecode: level != nil)
         }
         if talking { talkTicks &+= 1 }
-        if kind == .skipped {
-            skippedDecodes &+= 1
+        if kind == .skipped || kind == .undecoded {
+            if kind == .skipped { skippedDecodes &+= 1 } else { undecodedFrames &+= 1 }
             if let level, !muted {  // what the client measured stands in for the undecoded frame
                 levelSum += Double(level.dBov)
                 levelCount &+= 1
             }
         }
-        guard kind != .silence, kind != .skipped else { return (nil, kind == .skipped ? level : nil) }
-        if kind == .comfortNoise {
+        switch kind {
+        case .silence: return (nil, nil, false)
+        case .skipped: return (nil, level, false)
+        case .undecoded: return (nil, level, true)
+        case .comfortNoise:
             comfortNoiseFrames &+= 1
-            return (pcm, level)  // background noise is not the speaker's level
+            return (pcm, level, false)  // background noise is not the speaker's level
+        case .audio, .concealed:
+            levelSum += Double(AudioLevel.dBov(of: pcm))
+            levelCount &+= 1
+            return (pcm, level, false)
         }
-        levelSum += Double(AudioLevel.dBov(of: pcm))
-        levelCount &+= 1
-        return (pcm, level)
+    }
+
+    /// Decodes the frame `nextFrame` held undecoded this tick, because a mix needs it.
+    mutating func decodeHeldFrame() -> [Int16]? {
+        let kind = pcm.withUnsafeMutableBufferPointer { receive.decodeDeferred(into: $0) }
+        guard kind != .silence else { return nil }
+        undecodedFrames &-= 1
+        return pcm
     }
 
     /// Receive-side figures, live in the participant's API view and stored in the call record:
@@ -98,7 +117,7 @@ struct ParticipantAudio {
             "packetsReceived": jb.packetsReceived, "lost": jb.lost, "late": jb.late, "discarded": jb.discarded,
             "fecRecoveries": jb.fecRecoveries, "concealedFrames": jb.concealedFrames,
             "comfortNoiseFrames": Int(clamping: comfortNoiseFrames),
-            "skippedDecodes": Int(clamping: skippedDecodes),
+            "skippedDecodes": Int(clamping: skippedDecodes), "undecodedFrames": Int(clamping: undecodedFrames),
             "jitterBufferDelayMeanMs": Self.milliseconds(jb.meanDelayMs),
             "jitterBufferDelayMaxMs": Self.milliseconds(jb.maxDelayMs),
             "jitterBufferTargetMs": Self.milliseconds(jb.currentTargetMs),

@@ -75,7 +75,10 @@ extension RoomCore {
         for participant in members { feedMixer(participant, now: now) }
         recordSkippedTicks(now: now)
         recordTracks()
-        let tick = mixer.tick(now: now)
+        let tick = mixer.tick(now: now) { [membersBySlot] slot in
+            guard membersBySlot.indices.contains(slot), let participant = membersBySlot[slot] else { return nil }
+            return participant.audio.decodeHeldFrame().map { .int16($0) }
+        }
         encoders.fullSources = nil
         var live = Set<MixEncoders.Key>()
         for mix in tick.mixes {
@@ -105,6 +108,7 @@ extension RoomCore {
                 let frame = participant.audio.nextFrame(now: now, isSpeaker: wasSpeaker, muted: muted)
                 input.frame = frame.pcm.map { .int16($0) }
                 input.audioLevel = frame.level
+                input.undecoded = frame.undecoded
             }
             return input
         }

@@ -208,4 +208,63 @@ struct JitterBufferedDecoderTests {
         #expect(positions == positions.sorted() && Set(positions).count == positions.count)
         #expect(!positions.contains(lost) && positions.contains(lost - 1) && positions.contains(lost + 2))
     }
+
+    /// A lone talker's packets are relayed, so the room holds them undecoded and decodes one
+    /// only when a mix needs it. Decoded on request within its tick, the result must be what
+    /// an immediate decode gives (the decoder's state is intact); left undecoded, the next
+    /// decode must restart the decoder rather than continue from stale state.
+    @Test("a whole packet held undecoded is the tick's relayable packet, decoded on request as it would have been",
+          arguments: [480, 960])
+    func deferredDecodes(packetSamples: Int) throws {
+        let encoder = try OpusEncoder(bitrate: 32_000)
+        var direct = JitterBufferedDecoder(decoder: try OpusDecoder())
+        var deferring = JitterBufferedDecoder(decoder: try OpusDecoder())
+        var frame = [Int16](repeating: 0, count: 960)
+        var expected: [Int16] = []
+        var output: [Int16] = []
+        var kinds: [JitterBufferedDecoder.FrameKind] = []
+        let perTick = 960 / packetSamples
+        for tick in 0..<150 {
+            for index in (tick * perTick)..<((tick + 1) * perTick) {
+                let pcm = (0..<packetSamples).map { Int16(16_000 * sin(Double(index * packetSamples + $0) * 2 * .pi * 440 / 48_000)) }
+                let payload = try encoder.encode(pcm)
+                let arrival = MediaTime(nanoseconds: 1_030_000_000 + UInt64(index * packetSamples) * 1_000_000 / 48)
+                let sequence = UInt16(truncatingIfNeeded: index)
+                let timestamp = UInt32(index * packetSamples)
+                direct.insert(sequenceNumber: sequence, timestamp: timestamp, payload: payload, arrival: arrival)
+                deferring.insert(sequenceNumber: sequence, timestamp: timestamp, payload: payload, arrival: arrival)
+            }
+            let now = MediaTime(nanoseconds: 1_007_000_000 + UInt64(tick) * 20_000_000)
+            _ = frame.withUnsafeMutableBufferPointer { direct.nextFrame(now: now, into: $0) }
+            expected += frame
+            frame = [Int16](repeating: 0, count: 960)
+            var kind = frame.withUnsafeMutableBufferPointer { deferring.nextFrame(now: now, into: $0, deferDecode: true) }
+            kinds.append(kind)
+            #expect(deferring.relayablePayload == direct.relayablePayload, "tick \(tick)")
+            if kind == .undecoded, !(40..<100).contains(tick) {
+                kind = frame.withUnsafeMutableBufferPointer { deferring.decodeDeferred(into: $0) }
+                #expect(kind == .audio)
+            }
+            output += frame
+        }
+        guard packetSamples == 960 else {
+            #expect(!kinds.contains(.undecoded), "no single packet stands for a tick of \(packetSamples)-sample packets")
+            #expect(output == expected)
+            return
+        }
+        // Silence until playout starts (the buffer's initial delay), then every tick one packet.
+        let start = try #require(kinds.firstIndex(of: .undecoded))
+        #expect(start < 10 && kinds[..<start].allSatisfy { $0 == .silence })
+        #expect(kinds[start...].allSatisfy { $0 == .undecoded }, "\(kinds)")
+        // Decoded on request: bit-exact with the direct chain until the undecoded stretch.
+        #expect(output[0..<(40 * 960)] == expected[0..<(40 * 960)])
+        #expect(output[(40 * 960)..<(100 * 960)].allSatisfy { $0 == 0 })
+        // After it, a restarted decoder: the sine at its full level from the second frame on.
+        let resumed = output[(101 * 960)..<(150 * 960)]
+        #expect(abs(Signal.zeroCrossingFrequency(resumed) - 440) < 1)
+        #expect(Signal.rms(resumed) > 16_000 * 0.707 * 0.8)
+        let statistics = deferring.jitterBuffer.statistics
+        #expect(statistics.lost == 0 && statistics.late == 0 && statistics.concealedFrames == 0)
+        #expect(deferring.decodeErrors == 0)
+    }
 }

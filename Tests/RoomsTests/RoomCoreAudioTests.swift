@@ -106,6 +106,27 @@ struct RoomCoreAudioTests {
         // The talker alone hears a silent mix, which is not sent.
         #expect(room.snapshot("ann")?.audioStatistics["mixFramesSent"] ?? 0 < 10)
         #expect(room.core.audioEncodeCount < 20)
+        // Nobody needs the relayed packets' samples: the talker is not decoded either.
+        let ann = try #require(room.snapshot("ann")?.audioStatistics)
+        #expect(ann["undecodedFrames"]! > 100, "\(ann)")
+    }
+
+    /// A lone talker is held undecoded; when a second one starts, the first is decoded again
+    /// (from a restarted decoder) and everyone hears the real mix.
+    @Test func aLoneTalkerJoinedBySecondIsMixedAgain() throws {
+        let room = try talk(talkers: ["ann"], listeners: ["bob", "cid"], milliseconds: 2_000)
+        let undecoded = try #require(room.snapshot("ann")?.audioStatistics["undecodedFrames"])
+        #expect(undecoded > 60)
+        room.say("bob", frequency: Self.tones["bob"])
+        room.talk(milliseconds: 2_000)
+        let ann = try #require(room.snapshot("ann")?.audioStatistics)
+        #expect(ann["undecodedFrames"]! < undecoded + 20, "ann stayed undecoded while mixed: \(ann)")
+        let heard = try PeerEar.levels(heardBy: room.peers["cid"]!, at: [500, 900], lastMilliseconds: 1_000)
+        #expect(heard.allSatisfy { $0 > -30 }, "cid hears ann and bob at \(heard) dBFS")
+        let bob = try PeerEar.levels(heardBy: room.peers["bob"]!, at: [500, 900], lastMilliseconds: 1_000)
+        #expect(bob[0] > -30 && bob[1] < -60, "bob hears \(bob) dBFS (ann, itself)")
+        let annHears = try PeerEar.levels(heardBy: room.peers["ann"]!, at: [500, 900], lastMilliseconds: 1_000)
+        #expect(annHears[0] < -60 && annHears[1] > -30, "ann hears \(annHears) dBFS (itself, bob)")
     }
 
     @Test func theDominantSpeakerFollowsWhoTalks() throws {

@@ -23,6 +23,11 @@ public struct JitterBufferedDecoder: Sendable {
         /// Played without decoding (`decode: false`): the timeline moved on, the samples are
         /// zero, and the decoder restarts cleanly on the next decoded packet.
         case skipped
+        /// One whole packet, held undecoded (`deferDecode`): `relayablePayload` is that packet,
+        /// the samples are not written. `decodeDeferred(into:)` decodes it within the same
+        /// tick if its samples turn out to be needed; otherwise the decoder restarts cleanly on
+        /// the next decoded packet.
+        case undecoded
     }
 
     public private(set) var jitterBuffer: AdaptiveJitterBuffer
@@ -56,6 +61,8 @@ public struct JitterBufferedDecoder: Sendable {
     private let tick: Int
     /// Packets were skipped: the decoder's state is stale, reset it before the next decode.
     private var decoderIsStale = false
+    /// This tick's packet while it is held undecoded (`.undecoded`), until `decodeDeferred`.
+    private var deferredPayload: [UInt8]?
 
     public init(decoder: any AudioDecoder, configuration: JitterBufferConfiguration = JitterBufferConfiguration()) {
         self.decoder = decoder
@@ -88,21 +95,44 @@ public struct JitterBufferedDecoder: Sendable {
     /// With `decode: false` the tick is played without decoding (zeros, `.skipped`): the room
     /// does this for participants whose client-reported level says they are quiet, or who are
     /// muted, so a large room decodes only its talkers. The jitter buffer keeps its timeline.
+    ///
+    /// With `deferDecode` (and `decode`), a tick that is exactly one whole packet is not decoded
+    /// yet: the result is `.undecoded` and the packet is `relayablePayload`. A room whose mixes
+    /// need no samples of this sender (it is the only one talking, and its packet is relayed)
+    /// then runs no decoder for it; one that needs them calls `decodeDeferred(into:)`.
     public mutating func nextFrame(
-        now: MediaTime, into pcm: UnsafeMutableBufferPointer<Int16>, comfortNoise: Bool = false, decode: Bool = true
+        now: MediaTime, into pcm: UnsafeMutableBufferPointer<Int16>, comfortNoise: Bool = false, decode: Bool = true,
+        deferDecode: Bool = false
     ) -> FrameKind {
         var kind = FrameKind.silence
         var rounds = 0
         var single: [UInt8]?
         let startedEmpty = queued == 0
         relayablePayload = nil
+        if deferredPayload != nil {  // last tick's packet was never decoded
+            deferredPayload = nil
+            decoderIsStale = true
+        }
         if capturesPlayout { playout.removeAll(keepingCapacity: true) }
+        var popped: JitterBufferOutput?
+        if deferDecode, decode, startedEmpty {
+            let output = jitterBuffer.pop(now: now)
+            if case .frame(let payload) = output, payload.withUnsafeBufferPointer({ decoder.packetSamples($0) }) == tick {
+                if capturesPlayout { capture(output) }
+                deferredPayload = payload
+                relayablePayload = payload
+                jitterBuffer.sourceIsQuiet = false  // someone hears it (relayed): no frame may be dropped
+                return .undecoded
+            }
+            popped = output
+        }
         // Each pop yields ≥ 120 samples, so 16 rounds always fill a tick; the bound only guards
         // against a decoder that returns nothing.
         while queued < tick, rounds < 16 {
             rounds += 1
             let queuedNs = UInt64(queued) * 1_000_000_000 / UInt64(AudioCodecFormat.sampleRate)
-            let output = jitterBuffer.pop(now: now.adding(nanoseconds: queuedNs))
+            let output = popped ?? jitterBuffer.pop(now: now.adding(nanoseconds: queuedNs))
+            popped = nil
             if case .notStarted = output { break }
             if capturesPlayout { capture(output) }
             let produced = decode ? render(output, comfortNoise: comfortNoise) : skip(output)
@@ -110,6 +140,29 @@ public struct JitterBufferedDecoder: Sendable {
             if case .frame(let payload) = output, produced == .audio { single = payload }
         }
         if startedEmpty, rounds == 1, queued == tick { relayablePayload = single }
+        emitTick(into: pcm)
+        return kind
+    }
+
+    /// Decodes the packet that this tick's `nextFrame` held (`.undecoded`) into `pcm`, as
+    /// `nextFrame` would have: `.audio`, or `.concealed` when the decoder rejects it (then it
+    /// is not relayable either). `.silence` (nothing written) when no packet is held.
+    public mutating func decodeDeferred(into pcm: UnsafeMutableBufferPointer<Int16>) -> FrameKind {
+        guard let payload = deferredPayload else { return .silence }
+        deferredPayload = nil
+        var kind = FrameKind.audio
+        if !decodeAppending(payload, fecSamples: nil) {
+            decodeErrors += 1
+            concealAppending(tick)
+            relayablePayload = nil
+            kind = .concealed
+        }
+        emitTick(into: pcm)
+        return kind
+    }
+
+    /// Hands the first tick of the queue to `pcm` (padded with silence) and keeps the rest.
+    private mutating func emitTick(into pcm: UnsafeMutableBufferPointer<Int16>) {
         if queued < tick { appendSilence(tick - queued) }
         let count = min(tick, pcm.count)
         queue.withUnsafeMutableBufferPointer { buffer in
@@ -120,7 +173,6 @@ public struct JitterBufferedDecoder: Sendable {
             if rest > 0 { source.update(from: source + tick, count: rest) }
         }
         queued = max(0, queued - tick)
-        return kind
     }
 
     /// Decodes or synthesizes one jitter buffer output onto the end of the queue.

@@ -19,16 +19,23 @@ public struct AudioMixerInput: Sendable {
     public var frame: Frame?
     /// The RFC 6464 level the client sent with this frame; nil to measure it on `frame`.
     public var audioLevel: SSRCAudioLevel?
+    /// The participant sent audio this tick that the room has not decoded (one whole packet,
+    /// `frame` is nil, `audioLevel` says how loud it is). The tick asks for its samples
+    /// (`tick(now:decode:)`) only when a mix needs them: a lone speaker contributes to the
+    /// full mix alone, which the room relays as that packet, so nobody decodes it.
+    public var undecoded: Bool
     /// A muted participant is never mixed (it still hears the room).
     public var muted: Bool
     /// False for a participant that cannot receive yet (no media path): it is nobody's recipient.
     public var receivesAudio: Bool
 
     public init(
-        frame: Frame? = nil, audioLevel: SSRCAudioLevel? = nil, muted: Bool = false, receivesAudio: Bool = true
+        frame: Frame? = nil, audioLevel: SSRCAudioLevel? = nil, muted: Bool = false, receivesAudio: Bool = true,
+        undecoded: Bool = false
     ) {
         self.frame = frame
         self.audioLevel = audioLevel
+        self.undecoded = undecoded
         self.muted = muted
         self.receivesAudio = receivesAudio
     }

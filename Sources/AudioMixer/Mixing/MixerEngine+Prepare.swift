@@ -70,7 +70,28 @@ extension MixerEngine {
         swap(&plan, &self.plan)
     }
 
-    /// Loads the speakers' frames into the core and lists the contributors, loudest first.
+    /// Asks for the undecoded speakers' samples when another speaker is audible too: then
+    /// every mix they are in is a real mix. A lone audible speaker stays undecoded: it is the
+    /// full mix's only contributor (relayed as its own packet) and its own mix is silent.
+    mutating func decodeSpeakersIfMixed(_ decode: (Int) -> AudioMixerInput.Frame?) {
+        var undecoded = 0
+        var audible = 0
+        for slot in selection.speakers {
+            if participants[slot].undecoded {
+                undecoded += 1
+            } else if let frame = participants[slot].frame, !Self.isInaudible(frame) {
+                audible += 1
+            }
+        }
+        guard undecoded > 0, undecoded + audible > 1 else { return }
+        for slot in selection.speakers where participants[slot].undecoded {
+            participants[slot].frame = decode(slot)
+            participants[slot].undecoded = false
+        }
+    }
+
+    /// Loads the speakers' frames into the core and lists the contributors, loudest first. An
+    /// undecoded speaker (see `decodeSpeakersIfMixed`) is a contributor without samples.
     ///
     /// A speaker whose frame is inaudible this tick (a pause between words that decoded to
     /// digital silence) contributes nothing: its own mix is then the full mix, which the room
@@ -88,11 +109,18 @@ extension MixerEngine {
             case nil: index = nil
             }
             participants[slot].sourceIndex = index
-            guard index != nil else { continue }
+            guard index != nil || participants[slot].undecoded else { continue }
             let level = participants[slot].levelDBov
             var position = contributors.count
             while position > 0, participants[contributors[position - 1]].levelDBov < level { position -= 1 }
             contributors.insert(slot, at: position)
+        }
+    }
+
+    static func isInaudible(_ frame: AudioMixerInput.Frame) -> Bool {
+        switch frame {
+        case .int16(let samples): isInaudible(samples)
+        case .float(let samples): isInaudible(samples)
         }
     }
 

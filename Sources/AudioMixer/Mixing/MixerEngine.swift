@@ -50,6 +50,8 @@ struct MixerEngine: Sendable {
         var limiter: SoftLimiter
         var frame: AudioMixerInput.Frame?
         var audioLevel: SSRCAudioLevel?
+        /// Audio this tick that the room has not decoded (`AudioMixerInput.undecoded`).
+        var undecoded = false
         var muted = false
         var receivesAudio = true
         /// This tick's level (dBov) and voice-activity decision.
@@ -146,6 +148,7 @@ struct MixerEngine: Sendable {
     mutating func setInput(_ input: AudioMixerInput, slot: Int) {
         participants[slot].frame = input.frame
         participants[slot].audioLevel = input.audioLevel
+        participants[slot].undecoded = input.undecoded && input.audioLevel != nil
         participants[slot].muted = input.muted
         participants[slot].receivesAudio = input.receivesAudio
     }
@@ -155,14 +158,16 @@ struct MixerEngine: Sendable {
     }
 
     /// Everything up to rendering: levels, talking events, speakers, dominant speaker, plan,
-    /// sources loaded into the core, contributors and listeners.
-    mutating func prepare(now: MediaTime) {
+    /// the undecoded speakers' samples when a mix needs them (`decode`, by slot), sources
+    /// loaded into the core, contributors and listeners.
+    mutating func prepare(now: MediaTime, decode: (Int) -> AudioMixerInput.Frame?) {
         events.removeAll(keepingCapacity: true)
         measureLevels(now: now)
         selection.update(candidates)
         if dominant.update(candidates) { events.append(.dominantSpeaker(dominant.dominantSpeaker)) }
         markSpeakers()
         planMixes()
+        decodeSpeakersIfMixed(decode)
         loadSources()
     }
 
@@ -204,6 +209,7 @@ struct MixerEngine: Sendable {
         for slot in participants.indices where participants[slot].occupied {
             participants[slot].frame = nil
             participants[slot].audioLevel = nil
+            participants[slot].undecoded = false
             participants[slot].sourceIndex = nil
         }
     }

@@ -5,8 +5,14 @@ extension RoomAudioMixer {
     /// encode and the events. Frames and levels are consumed; a participant without input this
     /// tick is silent. Missed ticks (a late timer) are caught up by calling `tick` once per
     /// missed frame: the detectors count ticks as 20 ms each.
-    public mutating func tick(now: MediaTime) -> AudioMixerTick<ID> {
-        engine.prepare(now: now)
+    ///
+    /// `decode` gives the samples of an `undecoded` input when a mix needs them (see
+    /// `AudioMixerInput.undecoded`), by the participant's handle slot; nil leaves that speaker
+    /// silent this tick.
+    public mutating func tick(
+        now: MediaTime, decode: (_ slot: Int) -> AudioMixerInput.Frame? = { _ in nil }
+    ) -> AudioMixerTick<ID> {
+        engine.prepare(now: now, decode: decode)
         publishEvents()
         output.mixCount = engine.plan.mixes.count
         for index in 0..<output.mixCount {
