@@ -77,7 +77,8 @@ struct ParticipantAudio {
         let quiet = level.map { $0.dBov < Self.decodeThresholdDBov } ?? false
         let decode = !muted && (isSpeaker || !quiet)
         let kind = pcm.withUnsafeMutableBufferPointer {
-            receive.nextFrame(now: now, into: $0, comfortNoise: isSpeaker, decode: decode, deferDecode: level != nil)
+            receive.nextFrame(now: now, into: $0, comfortNoise: isSpeaker, decode: decode, deferDecode: level != nil,
+                              heldIsQuiet: level.map { $0.dBov < Self.quietDBov } ?? false)
         }
         if talking { talkTicks &+= 1 }
         if kind == .skipped || kind == .undecoded {
@@ -134,6 +135,9 @@ struct ParticipantAudio {
     /// Client levels below this are not decoded (unless a mixed speaker): well under the voice
     /// detector's absolute threshold (-60 dBov), so nothing it could call voice is skipped.
     static let decodeThresholdDBov: Float = -70
+    /// Client levels below this mark a packet held undecoded as quiet, so the jitter buffer may
+    /// shed delay on it: about where a decoded frame's peak falls under its quiet bound (100).
+    static let quietDBov: Float = -50
 
     private static func milliseconds(_ value: Double) -> Int {
         value.isFinite ? Int(clamping: Int64(value.rounded())) : 0

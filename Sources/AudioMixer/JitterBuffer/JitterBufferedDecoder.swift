@@ -100,9 +100,11 @@ public struct JitterBufferedDecoder: Sendable {
     /// yet: the result is `.undecoded` and the packet is `relayablePayload`. A room whose mixes
     /// need no samples of this sender (it is the only one talking, and its packet is relayed)
     /// then runs no decoder for it; one that needs them calls `decodeDeferred(into:)`.
+    /// `heldIsQuiet` says whether the sender's own level calls that packet quiet: the buffer
+    /// may then drop a frame to shed excess delay, as it does after decoding a quiet one.
     public mutating func nextFrame(
         now: MediaTime, into pcm: UnsafeMutableBufferPointer<Int16>, comfortNoise: Bool = false, decode: Bool = true,
-        deferDecode: Bool = false
+        deferDecode: Bool = false, heldIsQuiet: Bool = false
     ) -> FrameKind {
         var kind = FrameKind.silence
         var rounds = 0
@@ -121,7 +123,7 @@ public struct JitterBufferedDecoder: Sendable {
                 if capturesPlayout { capture(output) }
                 deferredPayload = payload
                 relayablePayload = payload
-                jitterBuffer.sourceIsQuiet = false  // someone hears it (relayed): no frame may be dropped
+                jitterBuffer.sourceIsQuiet = heldIsQuiet
                 return .undecoded
             }
             popped = output

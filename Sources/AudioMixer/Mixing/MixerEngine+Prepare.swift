@@ -72,12 +72,18 @@ extension MixerEngine {
 
     /// Asks for the undecoded speakers' samples when another speaker is audible too: then
     /// every mix they are in is a real mix. A lone audible speaker stays undecoded: it is the
-    /// full mix's only contributor (relayed as its own packet) and its own mix is silent.
+    /// full mix's only contributor (relayed as its own packet) and its own mix is silent. An
+    /// undecoded speaker whose own level says silence contributes nothing, as its decoded
+    /// silence would not.
     mutating func decodeSpeakersIfMixed(_ decode: (Int) -> AudioMixerInput.Frame?) {
         var undecoded = 0
         var audible = 0
         for slot in selection.speakers {
             if participants[slot].undecoded {
+                guard participants[slot].levelDBov > Self.inaudibleDBov else {
+                    participants[slot].undecoded = false  // silence by its own level: nothing to mix
+                    continue
+                }
                 undecoded += 1
             } else if let frame = participants[slot].frame, !Self.isInaudible(frame) {
                 audible += 1
@@ -137,4 +143,7 @@ extension MixerEngine {
     /// 16 of 32,767: below any microphone's noise floor and any comfort noise, above the
     /// ±1–2 LSB a decoder may leave in silence.
     static let inaudiblePeak = 16
+    /// The same bound for a level the client reports (RFC 6464, about the frame's RMS): an
+    /// undecoded frame at or below it is taken as the silence it would decode to.
+    static let inaudibleDBov: Float = -66
 }

@@ -31,6 +31,17 @@ struct UndecodedSpeakerTests {
         #expect(tick?.mix(for: "C")?.contributingSources == ["A"])
         #expect(tick?.mix(for: "A")?.isSilent == true)
         #expect(mixer.handle(for: "A") == ann)
+        // A pause: still a speaker (hysteresis), but its own level says silence, so it
+        // contributes nothing, as its decoded silence would not, and nothing is asked for.
+        mixer.setInput(AudioMixerInput(audioLevel: Self.silent, undecoded: true), for: "A")
+        for id in ["B", "C"] { mixer.setInput(AudioMixerInput(audioLevel: Self.silent), for: id) }
+        let pause = mixer.tick(now: .tick(20)) { slot in
+            asked.append(slot)
+            return nil
+        }
+        #expect(pause.speakers == ["A"])
+        #expect(pause.mixes.allSatisfy { $0.isSilent })
+        #expect(asked.isEmpty)
     }
 
     /// Once a second speaker is audible, the undecoded speaker's samples are asked for, once
