@@ -7,7 +7,7 @@
 #
 # Scenarios: SCENARIOS (space-separated NAME:ROOMS:PARTICIPANTS:TALKERS[:SLOTS]), DURATION
 # seconds each, DTX (on, off or negotiated: the load's silent participants; default negotiated,
-# bench-compare runs on). Results: $OUT/<label>-<scenario>-<round>/results.json and a table on stdout.
+# bench-compare runs on), LOAD_ARGS (more `chorus load` options for every run). Results: $OUT/<label>-<scenario>-<round>/results.json and a table on stdout.
 set -euo pipefail
 A=${1:?before binary}; B=${2:?after binary}; ROUNDS=${3:-2}
 OUT=${OUT:-bench-output/ab}
@@ -35,6 +35,9 @@ run_one() {
         --participants "$participants" --talkers "$talkers" --duration "$DURATION" --ramp-up 200
         --server-pid "$pid" --output "$OUT/$label-$name-$round" --dtx "${DTX:-negotiated}" --quiet)
     [[ -n $slots ]] && args+=(--video --slots "$slots")
+    # LOAD_ARGS: more `chorus load` options for every run (e.g. "--sockets shared").
+    read -r -a extra <<<"${LOAD_ARGS:-}"
+    args+=("${extra[@]}")
     "$B" "${args[@]}" >/dev/null || echo "($label $name round $round did not pass)" >&2
     kill "$pid"; wait "$pid" 2>/dev/null || true
 }
