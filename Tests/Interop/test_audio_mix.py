@@ -124,6 +124,19 @@ def test_each_hears_the_others_and_not_itself_and_mute_removes_a_voice(chorus_se
         # relayed unchanged (and heard the right tone above); D's mix of two was encoded.
         assert audio["b"]["mixFramesRelayed"] >= 40 and audio["c"]["mixFramesRelayed"] >= 40, (audio["b"], audio["c"])
         assert audio["d"]["mixFramesRelayed"] < audio["d"]["mixFramesSent"] / 2, audio["d"]
+
+        # Muting C too leaves B the only talker: everyone else gets B's own packets, relayed,
+        # and nobody decodes them (B's client sends its level with every packet).
+        reply = chorus_server.request("PATCH", f"/v1/rooms/mix/participants/{calls['c']}", json={"audioMuted": True})
+        assert reply.status_code == 200
+        alone_at = time.monotonic()
+        loop.run_until_complete(asyncio.sleep(1.5))
+        heard = peers["d"].audio_between(alone_at + 0.3, alone_at + 1.4)
+        levels = {name: tone_db(heard, TONES[name]) for name in ("b", "c")}
+        assert levels["b"] > levels["c"] + 30, (levels, server_view(chorus_server, "mix", calls))
+        alone = {name: participant(chorus_server, "mix", call)["audio"] for name, call in calls.items()}
+        assert alone["b"]["undecodedFrames"] >= audio["b"]["undecodedFrames"] + 40, (audio["b"], alone["b"])
+        assert alone["d"]["mixFramesRelayed"] >= audio["d"]["mixFramesRelayed"] + 40, (audio["d"], alone["d"])
     finally:
         for peer in peers.values():
             loop.run_until_complete(peer.close())
