@@ -63,8 +63,12 @@ struct ParticipantConnectionTests {
     /// A room on the real clock (its ticks run), with one aiortc participant whose ICE check
     /// the test hands to the room's receiver the way the media port's reader does.
     private func joinedPeer() async throws -> (Room, ClientPeer, any DatagramReceiver) {
+        // Consent that outlasts the test run: on the real clock, a run whose tasks all wait
+        // ~30 s for the two cores (measured in `make test` from a fresh clone) let the default
+        // 30 s expire between the join and the first check, and the room dropped the participant.
         let media = MediaEnvironment(dtls: try DTLSContext(certificate: DTLSCertificate()), sink: sink,
-                                     routing: routing, candidateAddress: "127.0.0.1", candidatePort: 10_000)
+                                     routing: routing, candidateAddress: "127.0.0.1", candidatePort: 10_000,
+                                     consentTimeoutNanoseconds: 600_000_000_000)
         let key = RoomKey(application: ApplicationKey(randomBytes: Array(repeating: 7, count: 16)),
                           room: try RoomID(validating: "inline"))
         let room = Room(key: key, settings: .defaults, logger: Logger(label: "test"), media: media)
