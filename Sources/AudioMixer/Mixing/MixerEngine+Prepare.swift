@@ -77,19 +77,17 @@ extension MixerEngine {
     /// silence would not.
     mutating func decodeSpeakersIfMixed(_ decode: (Int) -> AudioMixerInput.Frame?) {
         var undecoded = 0
-        var audible = 0
-        for slot in selection.speakers {
-            if participants[slot].undecoded {
-                guard participants[slot].levelDBov > Self.inaudibleDBov else {
-                    participants[slot].undecoded = false  // silence by its own level: nothing to mix
-                    continue
-                }
-                undecoded += 1
-            } else if let frame = participants[slot].frame, !Self.isInaudible(frame) {
-                audible += 1
+        for slot in selection.speakers where participants[slot].undecoded {
+            guard participants[slot].levelDBov > Self.inaudibleDBov else {
+                participants[slot].undecoded = false  // silence by its own level: nothing to mix
+                continue
             }
+            undecoded += 1
         }
-        guard undecoded > 0, undecoded + audible > 1 else { return }
+        // Decoded speakers are scanned for audio only when that decides it (one undecoded).
+        guard undecoded > 1 || (undecoded == 1 && selection.speakers.contains { slot in
+            !participants[slot].undecoded && participants[slot].frame.map { !Self.isInaudible($0) } == true
+        }) else { return }
         for slot in selection.speakers where participants[slot].undecoded {
             participants[slot].frame = decode(slot)
             participants[slot].undecoded = false
