@@ -6,10 +6,17 @@ import RTP
 
 /// The room's mix encoders: one per distinct mix (the shared full mix, and one "minus me" per
 /// mixed speaker), kept while that mix exists so each stream's encoder state stays continuous.
+///
+/// An encoder that sat out ticks (its mix was relayed as one sender's packet, or silent) is
+/// restarted before it encodes again: its history (the lookahead's last milliseconds, SILK's
+/// pitch and gain state) is audio from before the gap, and carried into the first packet after
+/// it, that audio rang again, e.g. a talker's tone heard a second time 200 ms after it ended.
 struct MixEncoders {
     enum Key: Hashable { case full, minusOne(CallID) }
 
-    var encoders: [Key: OpusEncoder] = [:]
+    var encoders: [Key: (encoder: OpusEncoder, lastTick: UInt64)] = [:]
+    /// The tick being sent (`beginTick`), counted so a gap of one tick shows.
+    private(set) var tick: UInt64 = 0
     var payload = [UInt8](repeating: 0, count: AudioCodecFormat.maxPayloadBytes)
     /// This tick's encoded full mix (kept for its capacity) and its contributors, nil before it
     /// is encoded: a speaker that contributes nothing this tick hears exactly that mix, so its
@@ -19,10 +26,22 @@ struct MixEncoders {
     /// Distinct encodes done, for tests and metrics.
     var encodes: UInt64 = 0
 
+    mutating func beginTick() {
+        tick &+= 1
+        fullSources = nil
+    }
+
+    /// The encoder of `key` for this tick: created on first use, restarted when it did not
+    /// encode the previous tick.
     mutating func encoder(for key: Key, settings: AudioEncoding) -> OpusEncoder? {
-        if let existing = encoders[key] { return existing }
-        let created = try? OpusEncoder(bitrate: settings.bitrate, complexity: settings.complexity, inbandFEC: true)
-        encoders[key] = created
+        if let existing = encoders[key] {
+            if existing.lastTick &+ 1 != tick { existing.encoder.reset() }
+            encoders[key]?.lastTick = tick
+            return existing.encoder
+        }
+        guard let created = try? OpusEncoder(bitrate: settings.bitrate, complexity: settings.complexity, inbandFEC: true)
+        else { return nil }
+        encoders[key] = (created, tick)
         return created
     }
 
@@ -79,7 +98,7 @@ extension RoomCore {
             guard membersBySlot.indices.contains(slot), let participant = membersBySlot[slot] else { return nil }
             return participant.audio.decodeHeldFrame().map { .int16($0) }
         }
-        encoders.fullSources = nil
+        encoders.beginTick()
         var live = Set<MixEncoders.Key>()
         for mix in tick.mixes {
             let key: MixEncoders.Key = if case .minusOne(let id) = mix.kind { .minusOne(id) } else { .full }
