@@ -63,6 +63,12 @@ public struct JitterBufferedDecoder: Sendable {
     private var decoderIsStale = false
     /// This tick's packet while it is held undecoded (`.undecoded`), until `decodeDeferred`.
     private var deferredPayload: [UInt8]?
+    /// The last tick's packet when it was played without decoding (skipped, or held and never
+    /// decoded): the stale decoder is primed with it before the next decode. A decoder reset
+    /// mid-stream decodes its first packet against an empty history (SILK's pitch and gain
+    /// state, CELT's band energies are coded relative to the previous frame), which rang as a
+    /// tone-like burst of the talker's earlier audio; one packet of history restores it.
+    private var primer: [UInt8]?
 
     public init(decoder: any AudioDecoder, configuration: JitterBufferConfiguration = JitterBufferConfiguration()) {
         self.decoder = decoder
@@ -111,9 +117,10 @@ public struct JitterBufferedDecoder: Sendable {
         var single: [UInt8]?
         let startedEmpty = queued == 0
         relayablePayload = nil
-        if deferredPayload != nil {  // last tick's packet was never decoded
+        if let held = deferredPayload {  // last tick's packet was never decoded
             deferredPayload = nil
             decoderIsStale = true
+            primer = held
         }
         if capturesPlayout { playout.removeAll(keepingCapacity: true) }
         var popped: JitterBufferOutput?
@@ -231,6 +238,7 @@ public struct JitterBufferedDecoder: Sendable {
         switch output {
         case .frame(let payload):
             samples = payload.withUnsafeBufferPointer { decoder.packetSamples($0) } ?? jitterBuffer.packetSamples
+            primer = payload
         case .recoverWithFEC(_, let count), .conceal(let count), .silence(let count), .dtx(let count):
             samples = count
         case .notStarted:
@@ -245,11 +253,13 @@ public struct JitterBufferedDecoder: Sendable {
 
     private mutating func decodeAppending(_ payload: [UInt8], fecSamples: Int?) -> Bool {
         let decoder = decoder
+        let start = queued
         if decoderIsStale {
             decoder.reset()
             decoderIsStale = false
+            if let primer { prime(decoder, with: primer, at: start) }
+            primer = nil
         }
-        let start = queued
         let written: Int? = queue.withUnsafeMutableBufferPointer { buffer in
             guard let base = buffer.baseAddress else { return nil }
             let free = UnsafeMutableBufferPointer(start: base + start, count: buffer.count - start)
@@ -262,6 +272,16 @@ public struct JitterBufferedDecoder: Sendable {
         jitterBuffer.sourceIsQuiet = Self.isQuiet(queue, from: start, count: written)
         queued += written
         return true
+    }
+
+    /// Decodes `primer` into the free end of the queue without keeping it: the decoder's
+    /// history for the packet decoded next (over those same samples).
+    private mutating func prime(_ decoder: any AudioDecoder, with primer: [UInt8], at start: Int) {
+        queue.withUnsafeMutableBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return }
+            let free = UnsafeMutableBufferPointer(start: base + start, count: buffer.count - start)
+            _ = primer.withUnsafeBufferPointer { input in try? decoder.decode(input, into: free) }
+        }
     }
 
     private mutating func concealAppending(_ samples: Int) {
