@@ -146,6 +146,10 @@ final class LoadParticipant: @unchecked Sendable {
     private(set) var latencies: [(at: MediaTime, ms: Double)] = []
     /// The burst starts this probe detected an onset of (what a missed onset is told from).
     private(set) var detectedBursts: Set<MediaTime> = []
+    /// When this probe heard an onset of a burst it had already heard: the tone came back after
+    /// 200 ms without it, an artifact (a mix encoder replaying its history did this), not a
+    /// latency.
+    private(set) var repeatedOnsets: [MediaTime] = []
     /// The measured window: the audio received in it is held against what the streams' own
     /// timing says was sent (`WindowRate`), by SSRC.
     var window = (from: MediaTime(nanoseconds: .max), until: MediaTime(nanoseconds: .max))
@@ -416,8 +420,11 @@ final class LoadParticipant: @unchecked Sendable {
         // in frames: a server that sends nothing while its mix is silent leaves a gap instead.
         if lastBurstFrameAt.map({ now.nanoseconds(since: $0) >= 200_000_000 }) ?? true,
            let sent = timeline.burst(before: now) {
-            latencies.append((now, Double(now.nanoseconds(since: sent)) / 1e6))
-            detectedBursts.insert(sent)
+            if detectedBursts.insert(sent).inserted {
+                latencies.append((now, Double(now.nanoseconds(since: sent)) / 1e6))
+            } else {
+                repeatedOnsets.append(now)
+            }
         }
         lastBurstFrameAt = now
     }

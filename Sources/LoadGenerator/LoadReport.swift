@@ -68,7 +68,9 @@ public enum LoadReport {
             ("Audio short of stream timing", results.audioRateLossPercent.map { "\(number($0, 2)) % short" } ?? "not measured"),
             ("Audio jitter", percentiles(results.audioJitter, [50, 95])),
             ("Mouth-to-ear", percentiles(results.mouthToEar, [50, 95, 99])),
-            ("Onsets detected", results.onsetsExpected.map { "\(results.onsetsDetected ?? 0) of \($0)" } ?? "not measured"),
+            ("Onsets detected", results.onsetsExpected.map { "\(results.onsetsDetected ?? 0) of \($0)" }.map { detected in
+                results.onsetsRepeated.map { $0 > 0 ? detected + ", \($0) heard twice" : detected } ?? detected
+            } ?? "not measured"),
             ("Generator tick lag", results.generatorTickLag.map { percentiles($0, [95]) + "  max \(milliseconds($0.max))" }
                 ?? "not measured"),
             ("Video received", results.scenario.video

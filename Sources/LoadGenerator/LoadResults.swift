@@ -133,6 +133,9 @@ public struct LoadResults: Codable, Sendable, Equatable {
     /// Burst onsets the probes should have heard in the measured window, and those they did.
     public var onsetsExpected: Int?
     public var onsetsDetected: Int?
+    /// Onsets the probes heard a second time (the same burst's tone back after 200 ms without
+    /// it): an artifact of the audio path, never counted as a latency.
+    public var onsetsRepeated: Int?
     /// How late the generator's own 5 ms tick ran in the measured window (ms): a latency figure
     /// near this says more about the generator than about the server.
     public var generatorTickLag: Distribution?

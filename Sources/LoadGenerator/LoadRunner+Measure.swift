@@ -96,6 +96,9 @@ extension LoadRunner {
                 participant.latencies.filter { $0.at >= self.window.from }.map(\.ms)
             } + Array(repeating: Self.onsetDeadlineMs, count: onsets.expected - onsets.detected)),
             onsetsExpected: onsets.expected, onsetsDetected: onsets.detected,
+            onsetsRepeated: participants.reduce(0) { count, probe in
+                count + probe.repeatedOnsets.filter { $0 >= self.window.from && $0 < self.window.until }.count
+            },
             generatorTickLag: LoadResults.Distribution(contents.flatMap(\.tickLags)), bars: configuration.bars,
             videoFramesReceived: video.frames, videoPacketsReceived: video.received,
             videoSubscribers: video.subscribers, subscribersWithVideo: video.subscribers - video.blind.count,

@@ -62,5 +62,8 @@ struct LoadBarsTests {
         results.onsetsDetected = 200
         results.mouthToEar = .init([80, 90, 100])
         #expect(LoadBars().failures(results).isEmpty)
+        // A burst heard a second time is an artifact, not a latency: it counts as a missed onset.
+        results.onsetsRepeated = 2
+        #expect(LoadBars().failures(results) == ["onsets detected 200 of 200, 2 heard twice (99.0 %) < 99.5 %"])
     }
 }
