@@ -141,7 +141,8 @@ final class LoadParticipant: @unchecked Sendable {
     var keyframeRequestsReceived = 0
     private var probe: OpusDecoder?
     private var pcm = [Int16](repeating: 0, count: 5_760)
-    private var lastBurstFrameAt: MediaTime?
+    /// The RTP timestamp of the last mix frame that carried the burst tone.
+    private var lastBurstFrameTimestamp: UInt32?
     /// Mouth-to-ear latencies measured by this probe, milliseconds, and when.
     private(set) var latencies: [(at: MediaTime, ms: Double)] = []
     /// The burst starts this probe detected an onset of (what a missed onset is told from).
@@ -404,11 +405,11 @@ final class LoadParticipant: @unchecked Sendable {
             windowRates[header.ssrc.rawValue, default: WindowRate()]
                 .received(timestamp: header.timestamp, marker: header.marker, at: now)
         }
-        if probe != nil { decodeProbe(rtp.payload, now: now) }
+        if probe != nil { decodeProbe(rtp.payload, timestamp: header.timestamp, now: now) }
     }
 
     /// Decodes the mix and times the burst onsets (a probe listener only).
-    private func decodeProbe(_ payload: ArraySlice<UInt8>, now: MediaTime) {
+    private func decodeProbe(_ payload: ArraySlice<UInt8>, timestamp: UInt32, now: MediaTime) {
         guard let probe, !payload.isEmpty else { return }
         let samples = payload.withUnsafeBufferPointer { input in
             pcm.withUnsafeMutableBufferPointer { output in (try? probe.decode(input, into: output)) ?? 0 }
@@ -416,9 +417,13 @@ final class LoadParticipant: @unchecked Sendable {
         guard samples > 0 else { return }
         let share = pcm.withUnsafeBufferPointer { LoadAudio.burstShare(UnsafeBufferPointer(rebasing: $0[0..<samples])) }
         guard share > 0.3 else { return }
-        // An onset: the first burst frame 200 ms or more after the last one. Timed, not counted
-        // in frames: a server that sends nothing while its mix is silent leaves a gap instead.
-        if lastBurstFrameAt.map({ now.nanoseconds(since: $0) >= 200_000_000 }) ?? true,
+        // An onset: the first burst frame 200 ms or more after the last one in the stream's own
+        // time (its RTP timestamps, which run on while the server sends nothing for a silent
+        // mix): a server or generator that stalls mid-burst delivers the rest of it late, and
+        // that is latency, not a second onset.
+        // (A step back of more than 10 s is a new timeline, not a reordered packet.)
+        let gap = lastBurstFrameTimestamp.map { Int32(bitPattern: timestamp &- $0) }.map { $0 < -480_000 ? Int32.max : $0 }
+        if gap.map({ $0 >= 9_600 }) ?? true,
            let sent = timeline.burst(before: now) {
             if detectedBursts.insert(sent).inserted {
                 latencies.append((now, Double(now.nanoseconds(since: sent)) / 1e6))
@@ -426,7 +431,7 @@ final class LoadParticipant: @unchecked Sendable {
                 repeatedOnsets.append(now)
             }
         }
-        lastBurstFrameAt = now
+        if gap.map({ $0 > 0 }) ?? true { lastBurstFrameTimestamp = timestamp }
     }
 
 }
