@@ -252,35 +252,33 @@ public struct JitterBufferedDecoder: Sendable {
     }
 
     private mutating func decodeAppending(_ payload: [UInt8], fecSamples: Int?) -> Bool {
-        let decoder = decoder
-        let start = queued
         if decoderIsStale {
             decoder.reset()
             decoderIsStale = false
-            if let primer { prime(decoder, with: primer, at: start) }
+            // The primer's samples land where this payload's go, and are overwritten by them:
+            // only the decoder's history of it is kept.
+            if let primer { _ = decodeAtQueueEnd(primer, fecSamples: nil) }
             primer = nil
         }
-        let written: Int? = queue.withUnsafeMutableBufferPointer { buffer in
+        let start = queued
+        guard let written = decodeAtQueueEnd(payload, fecSamples: fecSamples), written > 0 else { return false }
+        jitterBuffer.sourceIsQuiet = Self.isQuiet(queue, from: start, count: written)
+        queued += written
+        return true
+    }
+
+    /// Decodes `payload` (or its FEC for the `fecSamples` before it) into the free end of the
+    /// queue without counting it as queued; the samples written, nil when the decoder refuses.
+    private mutating func decodeAtQueueEnd(_ payload: [UInt8], fecSamples: Int?) -> Int? {
+        let decoder = decoder
+        let start = queued
+        return queue.withUnsafeMutableBufferPointer { buffer in
             guard let base = buffer.baseAddress else { return nil }
             let free = UnsafeMutableBufferPointer(start: base + start, count: buffer.count - start)
             return payload.withUnsafeBufferPointer { input in
                 if let fecSamples { return try? decoder.decodeFEC(input, samples: fecSamples, into: free) }
                 return try? decoder.decode(input, into: free)
             }
-        }
-        guard let written, written > 0 else { return false }
-        jitterBuffer.sourceIsQuiet = Self.isQuiet(queue, from: start, count: written)
-        queued += written
-        return true
-    }
-
-    /// Decodes `primer` into the free end of the queue without keeping it: the decoder's
-    /// history for the packet decoded next (over those same samples).
-    private mutating func prime(_ decoder: any AudioDecoder, with primer: [UInt8], at start: Int) {
-        queue.withUnsafeMutableBufferPointer { buffer in
-            guard let base = buffer.baseAddress else { return }
-            let free = UnsafeMutableBufferPointer(start: base + start, count: buffer.count - start)
-            _ = primer.withUnsafeBufferPointer { input in try? decoder.decode(input, into: free) }
         }
     }
 
