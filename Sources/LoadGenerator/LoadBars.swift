@@ -3,8 +3,9 @@ import Foundation
 /// What a load run must meet to pass, beyond everyone joining and hearing audio: loss by both
 /// measures (sequence gaps, and packets received against the stream's own timing, `WindowRate`),
 /// the mouth-to-ear p95 (missed onsets counted at the deadline), and the share of the burst
-/// talkers' onsets that the probes detected (less those they heard a second time). The defaults are the capacity bar of
-/// docs/PERFORMANCE.md; a debug build under `make test` may be given looser ones, said so.
+/// talkers' onsets that the probes detected (less those they heard a second time). The
+/// defaults are the capacity bar of docs/PERFORMANCE.md; a debug build under `make test` may be
+/// given looser ones, said so.
 public struct LoadBars: Codable, Sendable, Equatable {
     public var maxLossPercent = 0.5
     public var maxLatencyP95Ms = 400.0

@@ -421,17 +421,17 @@ final class LoadParticipant: @unchecked Sendable {
         // time (its RTP timestamps, which run on while the server sends nothing for a silent
         // mix): a server or generator that stalls mid-burst delivers the rest of it late, and
         // that is latency, not a second onset.
-        // (A step back of more than 10 s is a new timeline, not a reordered packet.)
-        let gap = lastBurstFrameTimestamp.map { Int32(bitPattern: timestamp &- $0) }.map { $0 < -480_000 ? Int32.max : $0 }
-        if gap.map({ $0 >= 9_600 }) ?? true,
-           let sent = timeline.burst(before: now) {
+        // A step back of more than 10 s is a new timeline, not a reordered packet.
+        let gap = lastBurstFrameTimestamp.map { Int32(bitPattern: timestamp &- $0) }
+        let startsOnset = gap.map { $0 >= 9_600 || $0 < -480_000 } ?? true
+        if startsOnset, let sent = timeline.burst(before: now) {
             if detectedBursts.insert(sent).inserted {
                 latencies.append((now, Double(now.nanoseconds(since: sent)) / 1e6))
             } else {
                 repeatedOnsets.append(now)
             }
         }
-        if gap.map({ $0 > 0 }) ?? true { lastBurstFrameTimestamp = timestamp }
+        if startsOnset || (gap ?? 0) > 0 { lastBurstFrameTimestamp = timestamp }
     }
 
 }

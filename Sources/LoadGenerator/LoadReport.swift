@@ -68,9 +68,7 @@ public enum LoadReport {
             ("Audio short of stream timing", results.audioRateLossPercent.map { "\(number($0, 2)) % short" } ?? "not measured"),
             ("Audio jitter", percentiles(results.audioJitter, [50, 95])),
             ("Mouth-to-ear", percentiles(results.mouthToEar, [50, 95, 99])),
-            ("Onsets detected", results.onsetsExpected.map { "\(results.onsetsDetected ?? 0) of \($0)" }.map { detected in
-                results.onsetsRepeated.map { $0 > 0 ? detected + ", \($0) heard twice" : detected } ?? detected
-            } ?? "not measured"),
+            ("Onsets detected", onsets(results)),
             ("Generator tick lag", results.generatorTickLag.map { percentiles($0, [95]) + "  max \(milliseconds($0.max))" }
                 ?? "not measured"),
             ("Video received", results.scenario.video
@@ -234,6 +232,14 @@ public enum LoadReport {
         String(String.UnicodeScalarView(text.unicodeScalars.map {
             $0.properties.generalCategory == .control ? " " : $0
         }))
+    }
+
+    /// "detected of expected", and how many were heard twice when any were.
+    static func onsets(_ results: LoadResults) -> String {
+        guard let expected = results.onsetsExpected else { return "not measured" }
+        let detected = "\(results.onsetsDetected ?? 0) of \(expected)"
+        guard let repeated = results.onsetsRepeated, repeated > 0 else { return detected }
+        return detected + ", \(repeated) heard twice"
     }
 
     /// A fixed-decimals number, or "n/a" when it is not finite (never "nan" or "inf").
