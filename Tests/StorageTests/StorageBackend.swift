@@ -47,11 +47,32 @@ struct StoreFixture: Sendable {
     }
 }
 
-/// A database file in a fresh temporary folder.
+/// A database file in a fresh temporary folder under this test process's own folder.
 func temporaryDatabasePath() -> String {
-    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("chorus-storage-\(UUID().uuidString)")
+    let dir = TestDatabaseFolder.current.appendingPathComponent(UUID().uuidString)
     try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
     return dir.appendingPathComponent("test.sqlite").path
+}
+
+/// Where this test process keeps its SQLite files: `<tmp>/chorus-storage-tests/<pid>`.
+///
+/// A store may outlive the test that opened it (a connection pool closes when its last
+/// reference goes), so files cannot be deleted per test. Instead each process sweeps the
+/// folders of processes that no longer run when it first needs one, so runs do not pile up
+/// hundreds of databases in `/tmp`.
+enum TestDatabaseFolder {
+    static let current: URL = {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("chorus-storage-tests")
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []
+        for name in names {
+            guard let pid = Int32(name), pid != getpid() else { continue }
+            // kill(pid, 0) fails with ESRCH only when no such process exists.
+            if kill(pid, 0) != 0 && errno == ESRCH {
+                try? FileManager.default.removeItem(at: root.appendingPathComponent(name))
+            }
+        }
+        return root.appendingPathComponent(String(getpid()))
+    }()
 }
 
 /// An application with a key made of `byte`.
