@@ -165,4 +165,13 @@ public protocol WebhookStore: Sendable {
     /// The subjects a trigger names: a room row, a statistics upload row.
     func room(rowId: Int64) async throws(StorageError) -> RoomRecord?
     func statisticsUpload(rowId: Int64) async throws(StorageError) -> CallStatisticsRecord?
+
+    /// Calls `handler` after every committed transaction that added outbox events, from any
+    /// writer of this store. False when the store cannot see every writer (PostgreSQL: other
+    /// nodes write too); the dispatcher then finds new events by polling alone.
+    func observeWebhookEventInserts(_ handler: @escaping @Sendable () -> Void) -> Bool
+}
+
+extension WebhookStore {
+    public func observeWebhookEventInserts(_ handler: @escaping @Sendable () -> Void) -> Bool { false }
 }

@@ -1,6 +1,7 @@
 import ChorusCore
 import Foundation
 import Storage
+import Synchronization
 import Testing
 
 /// The webhook outbox, once per backend: the database's triggers write one event per state
@@ -102,4 +103,44 @@ struct StorageWebhookTests {
         #expect(try await db.webhookEndpoints(applicationId: app.id!).map(\.endpointId) == ["rooms", "off"])
         await db.close()
     }
+
+    /// SQLite tells the dispatcher of each commit that added outbox rows (a trigger's or a
+    /// direct insert), once per transaction and not for the dispatcher's own fan-out and
+    /// claims; PostgreSQL, which other nodes write too, says it cannot tell.
+    @Test(arguments: StorageBackend.allCases)
+    func outboxInsertsAreObservedOnSQLiteOnly(_ backend: StorageBackend) async throws {
+        let db = try await backend.makeStore()
+        let app = try await makeApp(db)
+        let commits = Counter()
+        let observed = db.observeWebhookEventInserts { commits.add() }
+        #expect(observed == (backend == .sqlite))
+        guard observed else { return await db.close() }
+        _ = try await db.insertWebhookEndpoint(endpoint(app, "all"))
+        #expect(commits.value == 0)
+        _ = try await db.insertRoom(makeRoom(app, "r"))  // the room trigger's event
+        #expect(commits.value == 1)
+        _ = try await db.insertCall(call(1, app, room: "r"))
+        #expect(commits.value == 2)
+        // participant.left and call.ended, in one transaction: one wake-up.
+        try await db.recordCallChanges([
+            .ended(callId: call(1, app, room: "r").callId, at: start, cause: "hungUp", serverStats: nil),
+        ])
+        #expect(commits.value == 3)
+        try await db.insertWebhookEvent(WebhookEventRecord(
+            eventId: "msg_x", applicationId: app.id!, roomId: "r", type: "recording.ready", body: "{}", createdAt: start))
+        #expect(commits.value == 4)
+        for event in try await db.unfannedWebhookEvents(limit: 100) {
+            try await db.fanOutWebhookEvent(rowId: event.id!, body: "{}", now: start)
+        }
+        #expect(try await db.claimWebhookDeliveries(now: start, until: start.addingTimeInterval(30), limit: 50).count > 0)
+        #expect(commits.value == 4)
+        await db.close()
+    }
+}
+
+/// A count that a store's callback may bump from its own queue.
+private final class Counter: Sendable {
+    private let count = Mutex(0)
+    var value: Int { count.withLock { $0 } }
+    func add() { count.withLock { $0 += 1 } }
 }

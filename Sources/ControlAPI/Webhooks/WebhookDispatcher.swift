@@ -22,7 +22,11 @@ public final class WebhookDispatcher: Service, Sendable {
     static let retryWindow: TimeInterval = 24 * 3_600
     static let claimSeconds: TimeInterval = 30
     static let concurrency = 16
+    /// How often the outbox is polled when the store cannot tell of new events.
     static let idlePoll: Duration = .milliseconds(200)
+    /// How often it is polled when the store tells of each new event: only due retries, claims
+    /// lapsed by a killed node and anything the store could not see remain to be found.
+    static let observedPoll: Duration = .seconds(1)
 
     private let database: any ChorusStore
     private let poster: WebhookPoster
@@ -39,13 +43,17 @@ public final class WebhookDispatcher: Service, Sendable {
         self.clock = clock
     }
 
-    enum Done: Sendable { case delivery, timer }
+    enum Done: Sendable { case delivery, timer, inserted }
 
     public func run() async throws {
+        let (inserts, insert) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        let observed = database.observeWebhookEventInserts { insert.yield() }
+        let poll = observed ? Self.observedPoll : Self.idlePoll
         await withGracefulShutdownHandler {
             await withTaskGroup(of: Done.self) { group in
                 var inflight = 0
                 var timer = false
+                var watching = false
                 while !stopping.withLockedValue({ $0 }) {
                     await fanOut()
                     for send in await claim(limit: Self.concurrency - inflight) {
@@ -54,11 +62,21 @@ public final class WebhookDispatcher: Service, Sendable {
                     }
                     if !timer {
                         timer = true
-                        group.addTask { try? await Task.sleep(for: Self.idlePoll); return .timer }
+                        group.addTask { try? await Task.sleep(for: poll); return .timer }
+                    }
+                    if observed, !watching {
+                        // One waiter at a time: an AsyncStream takes one consumer.
+                        watching = true
+                        group.addTask {
+                            var next = inserts.makeAsyncIterator()
+                            _ = await next.next()
+                            return .inserted
+                        }
                     }
                     switch await group.next() {
                     case .delivery?: inflight -= 1
                     case .timer?: timer = false
+                    case .inserted?: watching = false
                     case nil: return
                     }
                 }
@@ -68,6 +86,7 @@ public final class WebhookDispatcher: Service, Sendable {
             }
         } onGracefulShutdown: {
             self.stopping.withLockedValue { $0 = true }
+            insert.yield()  // ends the wait for the next poll at once
         }
     }
 
