@@ -9,6 +9,10 @@ extension RoomAudioMixer {
     /// `decode` gives the samples of an `undecoded` input when a mix needs them (see
     /// `AudioMixerInput.undecoded`), by the participant's handle slot; nil leaves that speaker
     /// silent this tick.
+    ///
+    /// Pre-specialised for the rooms' `CallID`: unspecialised, the generic tick looked up type
+    /// metadata for each event and recipient (about 2 % of a 1 x 40 room's CPU in `perf`).
+    @_specialize(exported: true, where ID == CallID)
     public mutating func tick(
         now: MediaTime, decode: (_ slot: Int) -> AudioMixerInput.Frame? = { _ in nil }
     ) -> AudioMixerTick<ID> {

@@ -122,6 +122,7 @@ public struct RoomAudioMixer<ID: Hashable & Sendable>: Sendable {
     /// `isSpeaker` and then `setInput` per participant and tick paid a hash each and, from
     /// outside the module, a copy of the whole mixer for the non-mutating call.
     @discardableResult
+    @_specialize(exported: true, where ID == CallID)
     public mutating func setInput(for handle: Handle, _ makeInput: (_ wasSpeaker: Bool) -> AudioMixerInput) -> Bool {
         guard engine.isCurrent(slot: handle.slot, generation: handle.generation) else { return false }
         engine.setInput(makeInput(engine.participants[handle.slot].wasSpeaker), slot: handle.slot)
