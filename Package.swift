@@ -208,7 +208,7 @@ let package = Package(
             name: "chorus",
             dependencies: [
                 "LoadGenerator",
-                "ChorusCore", "Auth", "Rooms", "SDP", "Storage", "PostgresStorage", "ControlAPI", "MediaSocket", "DTLS",
+                "AudioMixer", "ChorusCore", "Auth", "Rooms", "SDP", "Storage", "PostgresStorage", "ControlAPI", "MediaSocket", "DTLS",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),

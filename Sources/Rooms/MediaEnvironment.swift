@@ -1,4 +1,5 @@
 import Foundation
+import AudioMixer
 import ChorusCore
 import DTLS
 import ICELite
@@ -69,9 +70,12 @@ public typealias RoomEventObserver = @Sendable (RoomKey, RoomEvent) -> Void
 public struct AudioEncoding: Sendable, Equatable {
     public var bitrate: Int
     public var complexity: Int
+    /// Hybrid (`voip`, the default) or CELT-only mixes: a CPU-for-quality trade.
+    public var mode: OpusEncoder.Mode
 
-    public init(bitrate: Int = 32_000, complexity: Int = 5) {
+    public init(bitrate: Int = 32_000, complexity: Int = 5, mode: OpusEncoder.Mode = .voip) {
         self.bitrate = bitrate
         self.complexity = complexity
+        self.mode = mode
     }
 }

@@ -39,7 +39,8 @@ struct MixEncoders {
             encoders[key]?.lastTick = tick
             return existing.encoder
         }
-        guard let created = try? OpusEncoder(bitrate: settings.bitrate, complexity: settings.complexity, inbandFEC: true)
+        guard let created = try? OpusEncoder(bitrate: settings.bitrate, complexity: settings.complexity,
+                                                   inbandFEC: true, mode: settings.mode)
         else { return nil }
         encoders[key] = (created, tick)
         return created

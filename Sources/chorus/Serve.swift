@@ -1,4 +1,5 @@
 import ArgumentParser
+import AudioMixer
 import Auth
 import ChorusCore
 import ControlAPI
@@ -42,6 +43,12 @@ struct Serve: AsyncParsableCommand {
     var opusBitrate: Int?
     @Option(help: "Opus complexity 0-10 of the mix encoders (env CHORUS_OPUS_COMPLEXITY, default 5).")
     var opusComplexity: Int?
+
+    @Option(help: """
+        Opus coder of the mix encoders (env CHORUS_OPUS_MODE): voip (hybrid SILK+CELT, the \
+        default) or celt (CELT-only low delay: about half the encode CPU, lower speech quality).
+        """)
+    var opusMode: String?
     @Option(help: "Threads one big room's per-listener work (packetising, SRTP, sending) may use at once, 1-64; 1 keeps every room on its own queue (env CHORUS_ROOM_LANES, default one per core).")
     var roomLanes: Int?
     @Option(help: "This node's ID in a cluster: 1-64 letters, digits, '.', '_' or '-' (env CHORUS_NODE_ID, default the host name).")
@@ -223,7 +230,11 @@ extension Serve {
         guard (6_000...510_000).contains(bitrate), (0...10).contains(complexity) else {
             throw ValidationError("Opus bitrate must be 6000-510000 and complexity 0-10")
         }
-        return AudioEncoding(bitrate: bitrate, complexity: complexity)
+        let modeName = opusMode ?? environment("OPUS_MODE") ?? "voip"
+        guard let mode = OpusEncoder.Mode(rawValue: modeName) else {
+            throw ValidationError("--opus-mode must be voip or celt, not \(modeName)")
+        }
+        return AudioEncoding(bitrate: bitrate, complexity: complexity, mode: mode)
     }
 }
 

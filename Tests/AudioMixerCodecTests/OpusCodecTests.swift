@@ -36,6 +36,32 @@ struct OpusCodecTests {
         #expect(packets.allSatisfy { $0.count > 2 && $0.count < 200 })
     }
 
+    @Test("the celt mode codes speech with CELT alone, voip with SILK or hybrid; both keep a sine")
+    func modes() throws {
+        // A voiced, speech-like frame: 180 Hz with harmonics at 720 Hz and 2.3 kHz.
+        func speech(_ frame: Int) -> [Int16] {
+            let parts = [(180.0, 0.25), (720.0, 0.12), (2_300.0, 0.05)].map { Signal.sineFrame(frame, frequency: $0.0, amplitude: $0.1) }
+            return (0..<960).map { i in Int16(parts.reduce(0) { $0 + Int($1[i]) }) }
+        }
+        // The TOC byte's configuration (RFC 6716 §3.1): 0-11 SILK, 12-15 hybrid, 16-31 CELT.
+        func configurations(_ mode: OpusEncoder.Mode) throws -> Set<UInt8> {
+            let encoder = try OpusEncoder(bitrate: 32_000, complexity: 5, mode: mode)
+            return Set(try (0..<50).map { try encoder.encode(speech($0))[0] >> 3 })
+        }
+        #expect(try configurations(.celt).allSatisfy { $0 >= 16 })
+        #expect(try configurations(.voip).allSatisfy { $0 < 16 })
+        let voip = try OpusEncoder(mode: .voip), celt = try OpusEncoder(mode: .celt)
+        #expect(voip.mode == .voip && celt.mode == .celt)
+        #expect(celt.lookaheadSamples < voip.lookaheadSamples, "\(celt.lookaheadSamples) vs \(voip.lookaheadSamples)")
+        let decoder = try OpusDecoder()
+        var decoded: [Int16] = []
+        for index in 0..<60 { decoded += try decoder.decode(try celt.encode(Signal.sineFrame(index))) }
+        let steady = decoded[(20 * 960)...]
+        #expect(abs(Signal.zeroCrossingFrequency(steady) - 440) < 1)
+        let gain = Signal.decibels(Signal.rms(steady) / Signal.rms(Signal.sine(frequency: 440, count: 960)[...]))
+        #expect(abs(gain) < 1.5, "energy changed by \(gain) dB")
+    }
+
     @Test("the float encode path agrees with the Int16 one")
     func floatEncode() throws {
         let encoder = try OpusEncoder(bitrate: 32_000)

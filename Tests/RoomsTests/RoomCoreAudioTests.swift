@@ -1,3 +1,4 @@
+import AudioMixer
 import ChorusCore
 import ChorusTestSupport
 import Rooms
@@ -12,8 +13,9 @@ struct RoomCoreAudioTests {
     /// Joins `talkers` (each with its tone) and `listeners` (silent), runs `milliseconds` with
     /// everyone sending, and returns the room.
     func talk(talkers: [String], listeners: [String] = [], milliseconds: Int = 3_000, seed: UInt64 = 1,
+              audio: AudioEncoding = AudioEncoding(),
               configure: (SimulatedRoom) -> Void = { _ in }) throws -> SimulatedRoom {
-        let room = try SimulatedRoom(seed: seed)
+        let room = try SimulatedRoom(seed: seed, audio: audio)
         for name in talkers + listeners {
             try room.join(name)
             room.say(name, frequency: talkers.contains(name) ? Self.tones[name] : nil)
@@ -44,6 +46,23 @@ struct RoomCoreAudioTests {
         #expect(room.core.audioEncodeCount <= 4 * 150 + 8)
         #expect(room.eventNames(["talking.started"]).sorted() == ["talking.started:ann", "talking.started:bob",
                                                                  "talking.started:cid"])
+    }
+
+    /// CELT-only mixes (`--opus-mode celt`): every mix the room encodes is CELT (RFC 6716 TOC
+    /// configuration 16-31), and everyone still hears the others and not themselves.
+    @Test func celtModeMixesAreCELTAndHeard() throws {
+        let room = try talk(talkers: ["ann", "bob", "cid"], listeners: ["dan"], audio: AudioEncoding(mode: .celt))
+        let frequencies = ["ann", "bob", "cid"].map { Self.tones[$0]! }
+        for name in ["ann", "dan"] {
+            let peer = try #require(room.peers[name])
+            let levels = try PeerEar.levels(heardBy: peer, at: frequencies)
+            for (talker, level) in zip(["ann", "bob", "cid"], levels) {
+                if talker == name { #expect(level < -60) } else { #expect(level > -30, "\(name) hears \(talker) at \(level)") }
+            }
+            let mixes = try #require(peer.answerSSRCs["0"].flatMap { peer.received[$0] })
+            #expect(mixes.count > 100)
+            #expect(mixes.allSatisfy { $0.payload.first.map { $0 >> 3 >= 16 } ?? false })
+        }
     }
 
     /// A silent participant pausing in DTX sends one packet every 400 ms, each with the level

@@ -36,11 +36,11 @@ final class SimulatedRoom {
     private var nextPort: UInt16 = 40_000
     private var seed: UInt64
 
-    init(settings: RoomSettings = .defaults, seed: UInt64 = 1, lanes: Int = 1) throws {
+    init(settings: RoomSettings = .defaults, seed: UInt64 = 1, lanes: Int = 1, audio: AudioEncoding = AudioEncoding()) throws {
         let key = RoomKey(application: ApplicationKey(randomBytes: Array(repeating: 7, count: 16)),
                           room: try RoomID(validating: "simulated"))
         let media = RoomCore.Media(dtls: try DTLSContext(certificate: DTLSCertificate()),
-                                   candidateAddress: "10.0.0.1", candidatePort: 3478, lanes: lanes)
+                                   candidateAddress: "10.0.0.1", candidatePort: 3478, audio: audio, lanes: lanes)
         core = RoomCore(key: key, settings: settings, media: media,
                         wallClock: WallClock(reference: now, date: Date(timeIntervalSince1970: 1_800_000_000)),
                         logger: Logger(label: "simulated-room"))
