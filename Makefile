@@ -32,7 +32,7 @@ PY := $(VENV)/bin/python
 HTTP_PORT ?= 8080
 OUTPUT := test-output
 
-.PHONY: run test deps venv build build-release unit interop tsan bench bench-thresholds bench-instructions bench-compare bench-cluster bench-lanes bench-capacity bench-mouth-to-ear fuzz fuzz-smoke fuzz-campaign bench-build soak clean
+.PHONY: run test deps venv build build-release unit interop tsan bench bench-thresholds bench-instructions bench-compare bench-cluster bench-lanes bench-capacity bench-mouth-to-ear bench-opus-quality fuzz fuzz-smoke fuzz-campaign bench-build soak clean
 
 run: deps build-release
 	.build/release/chorus serve --db ./chorus.sqlite --demo --http-port $(HTTP_PORT)
@@ -132,6 +132,15 @@ bench-compare: deps build-release
 # in docs/PERFORMANCE.md, each named for what it measures.
 bench-mouth-to-ear: deps venv build-release
 	CHORUS_BIN=$(CURDIR)/.build/release/chorus $(PY) Benchmarks/MouthToEar/mouth_to_ear.py
+
+# The speech quality a CELT-only mix (`--opus-mode celt`) gives up, and the encode time it saves:
+# PESQ-WB of espeak-ng speech through libopus in both modes (Benchmarks/Quality/opus_modes.py;
+# espeak-ng, sox and the `pesq` package are installed here only; results in bench-output/opus-quality).
+bench-opus-quality: deps venv
+	@dpkg -s espeak-ng sox >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq espeak-ng sox; }
+	$(PY) -m pip install -q --disable-pip-version-check pesq
+	$(PY) Benchmarks/Quality/opus_modes.py bench-output/opus-quality
 
 # Capacity side by side: the largest single room (3 talkers) and the most rooms of 10 (1 talker)
 # that Chorus, Janus with its defaults and Janus with a prebuffer matched to Chorus's each carry
