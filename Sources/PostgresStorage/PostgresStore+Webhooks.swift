@@ -46,6 +46,13 @@ extension PostgresStore {
             """)
     }
 
+    @discardableResult
+    public func dropUntakenWebhookEvents() async throws(StorageError) -> Int {
+        // A fan-out on another node that has already set "fannedOut" holds the row; once it
+        // commits, PostgreSQL re-checks this WHERE on the new row and leaves it.
+        try await count(PostgresQuery(unsafeSQL: WebhookOutboxSQL.dropUntaken + " RETURNING 1"))
+    }
+
     public func unfannedWebhookEvents(limit: Int) async throws(StorageError) -> [WebhookEventRecord] {
         try await all(#"SELECT * FROM "webhookEvent" WHERE NOT "fannedOut" ORDER BY "id" LIMIT \#(limit)"#)
             .map(Self.event)

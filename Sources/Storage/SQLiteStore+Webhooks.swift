@@ -28,6 +28,14 @@ extension SQLiteStore {
         _ = try await insert(record)
     }
 
+    @discardableResult
+    public func dropUntakenWebhookEvents() async throws(StorageError) -> Int {
+        try await write { db in
+            try db.execute(sql: WebhookOutboxSQL.dropUntaken)
+            return db.changesCount
+        }
+    }
+
     public func unfannedWebhookEvents(limit: Int) async throws(StorageError) -> [WebhookEventRecord] {
         try await read { db in
             try WebhookEventRecord.filter(Column("fannedOut") == false).order(Column("id")).limit(limit).fetchAll(db)

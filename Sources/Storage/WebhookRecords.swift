@@ -132,6 +132,17 @@ public enum WebhookAttemptOutcome: Sendable, Equatable {
     case gone
 }
 
+/// Outbox SQL that both dialects run as it is.
+public enum WebhookOutboxSQL {
+    /// Deletes the not fanned-out events that no enabled endpoint takes; the endpoint match is
+    /// the fan-out's own (an empty `events` takes every type).
+    public static let dropUntaken = """
+        DELETE FROM "webhookEvent" WHERE NOT "fannedOut" AND NOT EXISTS (
+          SELECT 1 FROM "webhookEndpoint" p WHERE p."applicationId" = "webhookEvent"."applicationId" AND p."enabled"
+            AND (p."events" = '' OR ' ' || p."events" || ' ' LIKE '% ' || "webhookEvent"."type" || ' %'))
+        """
+}
+
 /// The webhook outbox and endpoints, behind the same promises as `ChorusStore`.
 public protocol WebhookStore: Sendable {
     func insertWebhookEndpoint(_ record: WebhookEndpointRecord) async throws(StorageError) -> WebhookEndpointRecord
@@ -144,6 +155,11 @@ public protocol WebhookStore: Sendable {
 
     /// Adds an event that changes no stored state (its body given).
     func insertWebhookEvent(_ record: WebhookEventRecord) async throws(StorageError)
+    /// Deletes, in one statement, the events not fanned out yet that no enabled endpoint of
+    /// their application takes: the usual case is an application without webhooks, whose every
+    /// join and leave would otherwise cost the fan-out a body and a transaction. Returns how many.
+    @discardableResult
+    func dropUntakenWebhookEvents() async throws(StorageError) -> Int
     /// Events not fanned out yet, oldest first.
     func unfannedWebhookEvents(limit: Int) async throws(StorageError) -> [WebhookEventRecord]
     /// Gives the event its body and one pending delivery per enabled endpoint of its

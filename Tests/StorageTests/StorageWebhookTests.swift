@@ -104,6 +104,34 @@ struct StorageWebhookTests {
         await db.close()
     }
 
+    /// Events nobody takes go in one statement before the fan-out builds any body: all of an
+    /// application without endpoints (or with its endpoint disabled), and the types an
+    /// endpoint's filter leaves out. Fanned-out events stay, whatever their endpoints do later.
+    @Test(arguments: StorageBackend.allCases)
+    func untakenEventsAreDroppedBeforeFanOut(_ backend: StorageBackend) async throws {
+        let db = try await backend.makeStore()
+        let none = try await makeApp(db, byte: 1), rooms = try await makeApp(db, byte: 2), off = try await makeApp(db, byte: 3)
+        _ = try await db.insertWebhookEndpoint(endpoint(rooms, "rooms", events: ["room.started"]))
+        var disabled = endpoint(off, "off")
+        disabled.enabled = false
+        _ = try await db.insertWebhookEndpoint(disabled)
+        for (n, app) in [none, rooms, off].enumerated() {
+            _ = try await db.insertRoom(makeRoom(app, "r"))
+            _ = try await db.insertCall(call(n + 1, app, room: "r"))
+        }
+        #expect(try await db.unfannedWebhookEvents(limit: 100).count == 6)
+        #expect(try await db.dropUntakenWebhookEvents() == 5)
+        let kept = try await db.unfannedWebhookEvents(limit: 100)
+        #expect(kept.map(\.type) == ["room.started"] && kept.first?.applicationId == rooms.id)
+        #expect(try await db.fanOutWebhookEvent(rowId: kept[0].id!, body: "{}", now: start) == 1)
+        var gone = try #require(try await db.webhookEndpoint(endpointId: "rooms"))
+        gone.enabled = false
+        try await db.updateWebhookEndpoint(gone)
+        #expect(try await db.dropUntakenWebhookEvents() == 0)
+        #expect(try await db.webhookDeliveries(endpointRowId: gone.id!, after: nil, limit: 10).items.count == 1)
+        await db.close()
+    }
+
     /// SQLite tells the dispatcher of each commit that added outbox rows (a trigger's or a
     /// direct insert), once per transaction and not for the dispatcher's own fan-out and
     /// claims; PostgreSQL, which other nodes write too, says it cannot tell.

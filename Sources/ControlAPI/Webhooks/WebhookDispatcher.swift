@@ -93,6 +93,7 @@ public final class WebhookDispatcher: Service, Sendable {
     /// Gives each new event its body and its deliveries.
     func fanOut() async {
         do {
+            try await database.dropUntakenWebhookEvents()
             for event in try await database.unfannedWebhookEvents(limit: 100) {
                 guard let row = event.id else { continue }
                 let body = try await WebhookBodies.body(for: event, in: database)
