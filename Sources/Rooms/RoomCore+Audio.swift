@@ -92,7 +92,12 @@ extension RoomCore {
         // Over `members`, not `participants`: iterating the dictionary keeps its storage shared
         // (a mutation through it would copy all of it: measured as most of a 1,000-participant
         // tick once), and looking each one up hashes its call ID.
-        for participant in members { feedMixer(participant, now: now) }
+        let lanes = laneCount(forRecipients: members.count)
+        if lanes > 1 {
+            feedMixerInLanes(lanes, now: now)
+        } else {
+            for participant in members { feedMixer(participant, now: now) }
+        }
         recordSkippedTicks(now: now)
         recordTracks()
         let tick = mixer.tick(now: now) { [membersBySlot] slot in
@@ -120,18 +125,7 @@ extension RoomCore {
     /// handle: no call ID is hashed per participant and tick.
     private func feedMixer(_ participant: Participant, now: MediaTime) {
         guard let handle = participant.mixerHandle else { return }
-        let established = participant.state == .established
-        let muted = participant.audioMuted
-        mixer.setInput(for: handle) { wasSpeaker in
-            var input = AudioMixerInput(muted: muted, receivesAudio: established)
-            if established {
-                let frame = participant.audio.nextFrame(now: now, isSpeaker: wasSpeaker, muted: muted)
-                input.frame = frame.pcm.map { .int16($0) }
-                input.audioLevel = frame.level
-                input.undecoded = frame.undecoded
-            }
-            return input
-        }
+        mixer.setInput(for: handle) { wasSpeaker in participant.mixerInput(now: now, wasSpeaker: wasSpeaker) }
     }
 
     /// The participants a mix goes to, by the mixer's slots (`membersBySlot`): those that can
@@ -233,5 +227,23 @@ extension RoomCore {
         var fields: [String: EventField] = ["callId": .string(id.rawValue)]
         if let user = participants[id]?.userId { fields["userId"] = .string(user.rawValue) }
         return fields
+    }
+}
+
+extension Participant {
+    /// This tick's input to the mixer: the next frame out of the jitter buffer (decoded, held
+    /// undecoded, concealed or nothing) with its level. The same on the room's thread and on a
+    /// lane; it touches only this participant.
+    func mixerInput(now: MediaTime, wasSpeaker: Bool) -> AudioMixerInput {
+        let established = state == .established
+        let muted = audioMuted
+        var input = AudioMixerInput(muted: muted, receivesAudio: established)
+        if established {
+            let frame = audio.nextFrame(now: now, isSpeaker: wasSpeaker, muted: muted)
+            input.frame = frame.pcm.map { .int16($0) }
+            input.audioLevel = frame.level
+            input.undecoded = frame.undecoded
+        }
+        return input
     }
 }

@@ -110,6 +110,7 @@ public struct RoomAudioMixer<ID: Hashable & Sendable>: Sendable {
 
     /// Hands in a participant's input for the next tick; false (and ignored) for a stale handle.
     @discardableResult
+    @_specialize(exported: true, where ID == CallID)
     public mutating func setInput(_ input: AudioMixerInput, for handle: Handle) -> Bool {
         guard engine.isCurrent(slot: handle.slot, generation: handle.generation) else { return false }
         engine.setInput(input, slot: handle.slot)
@@ -127,6 +128,21 @@ public struct RoomAudioMixer<ID: Hashable & Sendable>: Sendable {
         guard engine.isCurrent(slot: handle.slot, generation: handle.generation) else { return false }
         engine.setInput(makeInput(engine.participants[handle.slot].wasSpeaker), slot: handle.slot)
         return true
+    }
+
+    /// Appends, for each of `count` participants, whether it was one of the mixed speakers at
+    /// the last tick (false for no handle or a stale one): what a room preparing its inputs on
+    /// several threads reads first, in one in-place access, since those threads must not touch
+    /// the mixer.
+    @_specialize(exported: true, where ID == CallID)
+    public mutating func appendSpeakerFlags(count: Int, handle: (Int) -> Handle?, to flags: inout [Bool]) {
+        for index in 0..<count {
+            guard let handle = handle(index), engine.isCurrent(slot: handle.slot, generation: handle.generation) else {
+                flags.append(false)
+                continue
+            }
+            flags.append(engine.participants[handle.slot].wasSpeaker)
+        }
     }
 
     /// Same as `setInput(_:for:)` with a handle, at the cost of hashing `id`.
