@@ -40,7 +40,7 @@ struct MixEncoders {
             return existing.encoder
         }
         guard let created = try? OpusEncoder(bitrate: settings.bitrate, complexity: settings.complexity,
-                                                   inbandFEC: true, mode: settings.mode)
+                                             inbandFEC: true, mode: settings.mode)
         else { return nil }
         encoders[key] = (created, tick)
         return created

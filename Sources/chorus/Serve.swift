@@ -43,7 +43,6 @@ struct Serve: AsyncParsableCommand {
     var opusBitrate: Int?
     @Option(help: "Opus complexity 0-10 of the mix encoders (env CHORUS_OPUS_COMPLEXITY, default 5).")
     var opusComplexity: Int?
-
     @Option(help: """
         Opus coder of the mix encoders (env CHORUS_OPUS_MODE): voip (hybrid SILK+CELT, the \
         default) or celt (CELT-only low delay: about half the encode CPU, lower speech quality).

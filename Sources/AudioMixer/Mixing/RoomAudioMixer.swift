@@ -125,8 +125,8 @@ public struct RoomAudioMixer<ID: Hashable & Sendable>: Sendable {
     @discardableResult
     @_specialize(exported: true, where ID == CallID)
     public mutating func setInput(for handle: Handle, _ makeInput: (_ wasSpeaker: Bool) -> AudioMixerInput) -> Bool {
-        guard engine.isCurrent(slot: handle.slot, generation: handle.generation) else { return false }
-        engine.setInput(makeInput(engine.participants[handle.slot].wasSpeaker), slot: handle.slot)
+        guard let wasSpeaker = wasSpeaker(handle) else { return false }
+        engine.setInput(makeInput(wasSpeaker), slot: handle.slot)
         return true
     }
 
@@ -136,13 +136,14 @@ public struct RoomAudioMixer<ID: Hashable & Sendable>: Sendable {
     /// the mixer.
     @_specialize(exported: true, where ID == CallID)
     public mutating func appendSpeakerFlags(count: Int, handle: (Int) -> Handle?, to flags: inout [Bool]) {
-        for index in 0..<count {
-            guard let handle = handle(index), engine.isCurrent(slot: handle.slot, generation: handle.generation) else {
-                flags.append(false)
-                continue
-            }
-            flags.append(engine.participants[handle.slot].wasSpeaker)
-        }
+        for index in 0..<count { flags.append(handle(index).flatMap(wasSpeaker) ?? false) }
+    }
+
+    /// Whether the handle's participant was a mixed speaker at the last tick; nil when the
+    /// handle is stale.
+    private func wasSpeaker(_ handle: Handle) -> Bool? {
+        guard engine.isCurrent(slot: handle.slot, generation: handle.generation) else { return nil }
+        return engine.participants[handle.slot].wasSpeaker
     }
 
     /// Same as `setInput(_:for:)` with a handle, at the cost of hashing `id`.
