@@ -44,6 +44,27 @@ public struct TransportAddress: Hashable, Sendable, CustomStringConvertible {
         self.port = port
     }
 
+    /// An address from its bytes as integers in host order (a socket address's fields): the
+    /// reader's path, which builds no array per datagram. `ipv4`: the 4 bytes of an IPv4
+    /// address; otherwise `high` and `low` hold the 16 bytes of an IPv6 address.
+    public init(ipv4: UInt32, port: UInt16, transport: Transport = .udp, base: UInt8 = 0) {
+        family = .ipv4
+        high = 0
+        low = UInt64(ipv4)
+        self.port = port
+        self.transport = transport
+        self.base = base
+    }
+
+    public init(ipv6High high: UInt64, low: UInt64, port: UInt16, transport: Transport = .udp, base: UInt8 = 0) {
+        family = .ipv6
+        self.high = high
+        self.low = low
+        self.port = port
+        self.transport = transport
+        self.base = base
+    }
+
     /// The address bytes in network order (4 or 16).
     public var bytes: [UInt8] {
         switch family {

@@ -1,12 +1,12 @@
+import CUDP
 import ChorusCore
 import Glibc
 import NIOConcurrencyHelpers
-import NIOCore
 
 /// The server's own addresses that datagrams arrived at on a media socket bound to a wildcard
 /// address, numbered 1…255 in order of first arrival: the `base` a source `TransportAddress`
 /// carries, and the address `DirectDatagramWriter` sends from again (see
-/// `TransportAddress.base` for why). The reader (the event loop) adds and looks up; writers
+/// `TransportAddress.base` for why). The reader (`MediaReader`) adds and looks up; writers
 /// (rooms' queues) read a snapshot. A host has a handful of addresses, so a short array under a
 /// lock is enough; past 255 (only broadcast or multicast destinations could get there), a
 /// source gets base 0 and the kernel picks as before. `Sendable`: its one stored property is a
@@ -27,9 +27,10 @@ final class LocalAddressTable: Sendable {
 
     private let entries = NIOLockedValueBox<[Entry]>([])
 
-    /// The base number of the local address a datagram arrived at; 0 when it cannot be told.
-    func base(for info: NIOPacketInfo?) -> UInt8 {
-        guard let info, let entry = Self.entry(info) else { return 0 }
+    /// The base number of the local address a datagram arrived at (`MediaReader`'s packet
+    /// information); 0 when it cannot be told.
+    func base(for entry: Entry?) -> UInt8 {
+        guard let entry else { return 0 }
         return entries.withLockedValue { entries in
             if let index = entries.firstIndex(of: entry) { return UInt8(index + 1) }
             guard entries.count < 255 else { return 0 }
@@ -42,20 +43,18 @@ final class LocalAddressTable: Sendable {
     func snapshot() -> [Entry] {
         entries.withLockedValue { $0 }
     }
+}
 
-    private static func entry(_ info: NIOPacketInfo) -> Entry? {
-        switch info.destinationAddress {
-        case .v4(let v4):
-            let raw = UInt32(bigEndian: v4.address.sin_addr.s_addr)
-            return Entry(bytes: (UInt64(raw) << 32, 0), interface: 0)
-        case .v6(let v6):
-            var storage = v6.address.sin6_addr
-            let (high, low) = withUnsafeBytes(of: &storage) {
-                (UInt64(bigEndian: $0.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
-                 UInt64(bigEndian: $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
-            }
+extension LocalAddressTable.Entry {
+    /// The local address of a datagram `chorus_udp_receive_batch` read, if the kernel gave one.
+    init?(_ received: chorus_udp_received) {
+        let (high, low) = (received.local_high, received.local_low)
+        switch received.local_family {
+        case 4:
+            self.init(bytes: (high, 0), interface: 0)
+        case 6:
             let linkLocal = high >> 54 == 0x3FA  // fe80::/10
-            return Entry(bytes: (high, low), interface: linkLocal ? UInt32(clamping: info.interfaceIndex) : 0)
+            self.init(bytes: (high, low), interface: linkLocal ? received.local_interface : 0)
         default:
             return nil
         }

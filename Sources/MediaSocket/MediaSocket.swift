@@ -7,17 +7,17 @@ import NIOCore
 import NIOPosix
 import ServiceLifecycle
 
-/// The one UDP port every participant of every room uses. A SwiftNIO datagram channel with
-/// vector reads (recvmmsg, 64 per call); each datagram is routed by `DatagramRouter` to its
-/// participant, which hops to its room's queue. Sending is `DatagramSink.send`, callable from
-/// any thread: it writes on the calling thread (`DirectDatagramWriter`), not through NIO.
+/// The one UDP port every participant of every room uses. Its reader thread (`MediaReader`)
+/// reads with recvmmsg, 64 datagrams per call; each datagram is routed by `DatagramRouter` to
+/// its participant, which hops to its room's queue. Sending is `DatagramSink.send`, callable
+/// from any thread: it writes on the calling thread (`DirectDatagramWriter`).
 ///
 /// With a TCP port (`tcpPort`), it also accepts ICE-TCP connections (`MediaTCPListener`), whose
 /// frames are routed like datagrams and whose peers' addresses carry transport `.tcp`; sends to
 /// such an address go down its connection.
 ///
 /// Run as a Service: binds in `run()`, closes on graceful shutdown. `Sendable` without
-/// `@unchecked`: immutable, apart from the bound channels and writer behind a lock.
+/// `@unchecked`: immutable, apart from the bound reader, writer and TCP channel behind locks.
 public final class MediaSocket: DatagramSink, Service {
     public let host: String
     public let port: Int
@@ -33,7 +33,7 @@ public final class MediaSocket: DatagramSink, Service {
     let router: DatagramRouter
     let logger: Logger
     private let group: any EventLoopGroup
-    private let bound: NIOLockedValueBoxChannel
+    private let bound: BoundMediaSocket
     let tcp: MediaTCPListener?
 
     public init(host: String, port: Int, tcpPort: TCPPort = .off, router: DatagramRouter, logger: Logger,
@@ -44,7 +44,7 @@ public final class MediaSocket: DatagramSink, Service {
         self.router = router
         self.logger = logger
         self.group = group
-        self.bound = NIOLockedValueBoxChannel()
+        self.bound = BoundMediaSocket()
         self.tcp = tcpPort == .off ? nil : MediaTCPListener(
             router: router, limits: .fitting(descriptorLimit: DescriptorLimit.current), logger: logger)
     }
@@ -55,10 +55,7 @@ public final class MediaSocket: DatagramSink, Service {
     /// Binds the ICE-TCP listener after the UDP socket bound `udpPort`.
     private func bindTCP(udpPort: Int) async throws {
         guard let tcp else { return }
-        // A loop of its own where the group has several, so that a flood of connections does
-        // not delay the UDP reads.
-        let udpLoop = bound.get()?.eventLoop
-        let loop = group.makeIterator().first { $0 !== udpLoop } ?? group.next()
+        let loop = group.next()
         let channel: any Channel
         switch tcpPort {
         case .off: return
@@ -78,9 +75,9 @@ public final class MediaSocket: DatagramSink, Service {
         ])
     }
 
-    /// Binds the socket; returns the bound port (useful with port 0 in tests). The socket is
-    /// made here and handed to NIO for reading; a duplicate of it is kept for writing from the
-    /// rooms' threads (`DirectDatagramWriter`).
+    /// Binds the socket and starts its reader; returns the bound port (useful with port 0 in
+    /// tests). The reader owns the socket; a duplicate of it is kept for writing from the rooms'
+    /// threads (`DirectDatagramWriter`).
     @discardableResult
     public func bind() async throws -> Int {
         let address = try SocketAddress.makeAddressResolvingHost(host, port: port)
@@ -88,32 +85,33 @@ public final class MediaSocket: DatagramSink, Service {
         // Bound to a wildcard, the socket learns each datagram's local address (IP_PKTINFO /
         // IPV6_PKTINFO) so that replies leave from it (see `TransportAddress.base`).
         let locals = Self.isWildcard(address) ? LocalAddressTable() : nil
+        let isIPv6 = address.protocol == .inet6
+        let reader: MediaReader
         let writer: DirectDatagramWriter
         do {
-            writer = try DirectDatagramWriter(duplicating: socket, isIPv6: address.protocol == .inet6, locals: locals)
+            writer = try DirectDatagramWriter(duplicating: socket, isIPv6: isIPv6, locals: locals)
+            reader = try MediaReader(socket: socket, isIPv6: isIPv6, router: router, locals: locals)
         } catch {
             close(socket)
             throw error
         }
-        let channel = try await DatagramBootstrap(group: group)
-            // With vector reads the allocator MUST hold 64 datagrams, or each is silently truncated.
-            .channelOption(.datagramVectorReadMessageCount, value: 64)
-            .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 64 * 2048))
-            .channelOption(.socketOption(.so_rcvbuf), value: 4 << 20)
-            .channelOption(.socketOption(.so_sndbuf), value: 4 << 20)
-            .channelOption(.receivePacketInfo, value: locals != nil)
-            .channelInitializer { [router] channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(InboundHandler(router: router, locals: locals))
-                }
-            }
-            .withBoundSocket(socket)
-            .get()
-        bound.set(channel, writer: writer)
-        let actual = channel.localAddress?.port ?? port
+        try reader.start()
+        bound.set(reader, writer: writer)
+        let actual = Self.localPort(of: socket) ?? port
         logger.info("media socket bound", metadata: ["udp": "\(host):\(actual)"])
         try await bindTCP(udpPort: actual)
         return actual
+    }
+
+    /// The port `socket` is bound to (getsockname), nil if the call fails.
+    private static func localPort(of socket: Int32) -> Int? {
+        var storage = sockaddr_in6()
+        var length = socklen_t(MemoryLayout<sockaddr_in6>.size)
+        let result = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) }
+        }
+        // sin_port and sin6_port sit at the same offset.
+        return result == 0 ? Int(UInt16(bigEndian: storage.sin6_port)) : nil
     }
 
     /// Whether `address` is 0.0.0.0 or ::, where the kernel picks each reply's source address.
@@ -127,15 +125,21 @@ public final class MediaSocket: DatagramSink, Service {
         }
     }
 
-    /// A non-blocking UDP socket bound to `address` (`chorus_udp_bound_socket`).
+    /// A non-blocking UDP socket bound to `address` (`chorus_udp_bound_socket`), with 4 MiB
+    /// buffers each way: a tick's burst to thousands of listeners, or a read that waits behind
+    /// a busy core, must not overflow them.
     private static func boundSocket(_ address: SocketAddress) throws -> Int32 {
         let socket = address.withSockAddr { chorus_udp_bound_socket($0, UInt32($1)) }
         guard socket >= 0 else { throw MediaSocketError.socket("UDP socket on \(address)", -socket) }
+        var size: Int32 = 4 << 20
+        for option in [SO_RCVBUF, SO_SNDBUF] {
+            _ = setsockopt(socket, SOL_SOCKET, option, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         return socket
     }
 
     public func run() async throws {
-        if bound.get() == nil { try await bind() }
+        if bound.reader() == nil { try await bind() }
         try? await gracefulShutdown()
         await closeAll()
     }
@@ -144,7 +148,7 @@ public final class MediaSocket: DatagramSink, Service {
     func closeAll() async {
         try? await bound.tcpChannel()?.close()
         tcp?.closeAll()
-        try? await bound.get()?.close()
+        bound.reader()?.stop()
     }
 
     public func send(_ datagram: [UInt8], to destination: TransportAddress) {
@@ -198,66 +202,20 @@ public final class MediaSocket: DatagramSink, Service {
     /// (`DatagramReceiver.receive`). Past it, traffic is dense enough that the rooms' worker
     /// threads are awake anyway, and the reader, which serves every room, only hands over.
     static let lightRead = 4
-
-    /// Reads on the event loop: convert and route each datagram of a read, then hand the read's
-    /// datagrams over at its end, each room's in one call, saying whether the read was light.
-    /// Created on the channel's event loop and used only there.
-    final class InboundHandler: ChannelInboundHandler {
-        typealias InboundIn = AddressedEnvelope<ByteBuffer>
-        let router: DatagramRouter
-        let locals: LocalAddressTable?
-        /// The current read's routed datagrams, and `handOver`'s scratch (storage kept from read
-        /// to read).
-        private var pending: [ReceivedDatagram] = []
-        private var group: [ReceivedDatagram] = []
-        private var handlers: [ObjectIdentifier?] = []
-
-        init(router: DatagramRouter, locals: LocalAddressTable?) {
-            self.router = router
-            self.locals = locals
-        }
-
-        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-            let envelope = unwrapInboundIn(data)
-            MediaMetrics.datagramsIn.increment()
-            MediaMetrics.bytesIn.increment(by: envelope.data.readableBytes)
-            let base = locals?.base(for: envelope.metadata?.packetInfo) ?? 0
-            guard let source = TransportAddress(envelope.remoteAddress, base: base) else {
-                MediaMetrics.drop("bad_source")
-                return
-            }
-            let bytes = Array(envelope.data.readableBytesView)
-            guard let receiver = router.route(bytes, from: source) else {
-                MediaMetrics.drop("unroutable")
-                return
-            }
-            pending.append(ReceivedDatagram(receiver: receiver, datagram: bytes, source: source, time: .now()))
-        }
-
-        func channelReadComplete(context: ChannelHandlerContext) {
-            ReceivedDatagram.handOver(&pending, readerIsLight: pending.count <= MediaSocket.lightRead, group: &group,
-                                      handlers: &handlers)
-            context.fireChannelReadComplete()
-        }
-
-        func errorCaught(context: ChannelHandlerContext, error: any Error) {
-            // ICMP port unreachable and the like surface here; a UDP server keeps going.
-            MediaMetrics.drop("socket_error")
-        }
-    }
 }
 
-/// The bound channel and its writer, set once from `bind` and read from any thread, under a lock.
-final class NIOLockedValueBoxChannel: Sendable {
-    private let bound = NIOLockedValueBox<(channel: (any Channel)?, writer: DirectDatagramWriter?)>((nil, nil))
+/// The bound socket's reader and writer and the ICE-TCP channel, set once from `bind` and read
+/// from any thread, under a lock.
+final class BoundMediaSocket: Sendable {
+    private let bound = NIOLockedValueBox<(reader: MediaReader?, writer: DirectDatagramWriter?)>((nil, nil))
     private let tcp = NIOLockedValueBox<(any Channel)?>(nil)
 
-    func set(_ channel: any Channel, writer: DirectDatagramWriter) {
-        bound.withLockedValue { $0 = (channel, writer) }
+    func set(_ reader: MediaReader, writer: DirectDatagramWriter) {
+        bound.withLockedValue { $0 = (reader, writer) }
     }
     func setTCP(_ channel: any Channel) { tcp.withLockedValue { $0 = channel } }
     func tcpChannel() -> (any Channel)? { tcp.withLockedValue { $0 } }
-    func get() -> (any Channel)? { bound.withLockedValue { $0.channel } }
+    func reader() -> MediaReader? { bound.withLockedValue { $0.reader } }
     func writer() -> DirectDatagramWriter? { bound.withLockedValue { $0.writer } }
 }
 

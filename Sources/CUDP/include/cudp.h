@@ -32,4 +32,53 @@ size_t chorus_udp_send_batch(int fd, const chorus_udp_datagram *datagrams, size_
 /// descriptor, or -errno of the call that failed (nothing is left open then).
 int chorus_udp_bound_socket(const void *address, uint32_t address_length);
 
+/// One datagram `chorus_udp_receive_batch` read: its length in its buffer slot, the peer's
+/// address and, with packet information enabled, the local address it arrived at.
+typedef struct chorus_udp_received {
+    uint32_t length;
+    /// 1 when the datagram was longer than its slot and was cut (the caller drops it).
+    uint8_t truncated;
+    /// 0: no packet information. 4: an IPv4 address it arrived at, 6: an IPv6 address
+    /// (IPv4-mapped for an IPv4 peer of a dual-stack socket). The address's bytes as two
+    /// big-endian numbers (an IPv4 address in the top 32 bits of `local_high`).
+    uint8_t local_family;
+    uint64_t local_high;
+    uint64_t local_low;
+    /// The receiving interface (IPV6_PKTINFO's index; IP_PKTINFO's for IPv4).
+    uint32_t local_interface;
+    /// 4 or 6 (0: another family, which the caller drops). The address in `peer_high` and
+    /// `peer_low`: the 16 bytes of an IPv6 address as two big-endian numbers, or an IPv4
+    /// address as the low 32 bits of `peer_low`. `peer_port` in host order.
+    uint8_t peer_family;
+    uint16_t peer_port;
+    uint64_t peer_high;
+    uint64_t peer_low;
+    /// The raw sockaddr_in or sockaddr_in6 (room for the larger, aligned for either).
+    uint64_t peer[4];
+} chorus_udp_received;
+
+/// Reads up to `count` (at most 64) datagrams from the non-blocking UDP socket `fd` with one
+/// recvmmsg(2), datagram `i` into `buffers + i * slot_size`. Returns how many it read: 0 when
+/// none is waiting, -errno on another error (the caller counts it and reads on: an ICMP error
+/// queued on the socket surfaces once). Retries on EINTR.
+int chorus_udp_receive_batch(int fd, uint8_t *buffers, size_t slot_size, chorus_udp_received *received,
+                             size_t count);
+
+/// Asks the kernel for each datagram's local address: IP_PKTINFO, or IPV6_RECVPKTINFO (which a
+/// dual-stack socket's IPv4 datagrams carry as an IPv4-mapped address). Returns 0 or -errno.
+int chorus_udp_enable_packet_info(int fd, int is_ipv6);
+
+/// Waits until `fd` is readable or `wake_fd` (an eventfd) is signalled, at most `timeout_ms`
+/// (-1: no limit). Returns 1 when `fd` is readable, 0 when woken or timed out, -errno on error.
+int chorus_udp_wait_readable(int fd, int wake_fd, int timeout_ms);
+
+/// A non-blocking, close-on-exec eventfd that `chorus_udp_wake` signals; -errno on error.
+int chorus_udp_wake_descriptor(void);
+
+/// Signals `wake_fd`, so that a `chorus_udp_wait_readable` on it returns.
+void chorus_udp_wake(int wake_fd);
+
+/// Names the calling thread (at most 15 characters), as `perf` and `top -H` show it.
+void chorus_udp_name_thread(const char *name);
+
 #endif
