@@ -53,6 +53,10 @@ extension PostgresStore {
         try await count(PostgresQuery(unsafeSQL: WebhookOutboxSQL.dropUntaken + " RETURNING 1"))
     }
 
+    public func hasWebhookWork() async throws(StorageError) -> Bool {
+        try await count(PostgresQuery(unsafeSQL: WebhookOutboxSQL.hasWork)) > 0
+    }
+
     public func unfannedWebhookEvents(limit: Int) async throws(StorageError) -> [WebhookEventRecord] {
         try await all(#"SELECT * FROM "webhookEvent" WHERE NOT "fannedOut" ORDER BY "id" LIMIT \#(limit)"#)
             .map(Self.event)

@@ -36,6 +36,10 @@ extension SQLiteStore {
         }
     }
 
+    public func hasWebhookWork() async throws(StorageError) -> Bool {
+        try await read { db in try Row.fetchOne(db, sql: WebhookOutboxSQL.hasWork) != nil }
+    }
+
     public func unfannedWebhookEvents(limit: Int) async throws(StorageError) -> [WebhookEventRecord] {
         try await read { db in
             try WebhookEventRecord.filter(Column("fannedOut") == false).order(Column("id")).limit(limit).fetchAll(db)

@@ -141,6 +141,13 @@ public enum WebhookOutboxSQL {
           SELECT 1 FROM "webhookEndpoint" p WHERE p."applicationId" = "webhookEvent"."applicationId" AND p."enabled"
             AND (p."events" = '' OR ' ' || p."events" || ' ' LIKE '% ' || "webhookEvent"."type" || ' %'))
         """
+
+    /// One row when the outbox has work (an event to fan out or a pending delivery), none
+    /// otherwise: two index seeks, no write and no date to format.
+    public static let hasWork = """
+        SELECT 1 WHERE EXISTS (SELECT 1 FROM "webhookEvent" WHERE "fannedOut" = FALSE)
+          OR EXISTS (SELECT 1 FROM "webhookDelivery" WHERE "state" = 'pending')
+        """
 }
 
 /// The webhook outbox and endpoints, behind the same promises as `ChorusStore`.
@@ -160,6 +167,9 @@ public protocol WebhookStore: Sendable {
     /// join and leave would otherwise cost the fan-out a body and a transaction. Returns how many.
     @discardableResult
     func dropUntakenWebhookEvents() async throws(StorageError) -> Int
+    /// Whether any event waits for its fan-out or any delivery is pending (due or not, claimed
+    /// or not): when neither, a poll of the outbox has nothing to find.
+    func hasWebhookWork() async throws(StorageError) -> Bool
     /// Events not fanned out yet, oldest first.
     func unfannedWebhookEvents(limit: Int) async throws(StorageError) -> [WebhookEventRecord]
     /// Gives the event its body and one pending delivery per enabled endpoint of its

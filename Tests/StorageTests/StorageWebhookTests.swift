@@ -132,6 +132,26 @@ struct StorageWebhookTests {
         await db.close()
     }
 
+    /// The outbox says it has work while an event waits for its fan-out or a delivery is
+    /// pending, and only then (the dispatcher's timer skips its transactions otherwise).
+    @Test(arguments: StorageBackend.allCases)
+    func theOutboxSaysWhetherItHasWork(_ backend: StorageBackend) async throws {
+        let db = try await backend.makeStore()
+        let app = try await makeApp(db)
+        #expect(try await db.hasWebhookWork() == false)
+        _ = try await db.insertWebhookEndpoint(endpoint(app, "rooms", events: ["room.started"]))
+        _ = try await db.insertRoom(makeRoom(app, "r"))
+        #expect(try await db.hasWebhookWork() == true)  // room.started, not fanned out
+        let event = try #require(try await db.unfannedWebhookEvents(limit: 10).first)
+        #expect(try await db.fanOutWebhookEvent(rowId: event.id!, body: "{}", now: start) == 1)
+        #expect(try await db.hasWebhookWork() == true)  // its delivery is pending
+        let send = try #require(try await db.claimWebhookDeliveries(now: start, until: start + 30, limit: 10).first)
+        #expect(try await db.hasWebhookWork() == true)  // claimed, still pending
+        try await db.recordWebhookAttempt(deliveryRowId: send.deliveryRowId, outcome: .delivered(status: 200), at: start)
+        #expect(try await db.hasWebhookWork() == false)
+        await db.close()
+    }
+
     /// SQLite tells the dispatcher of each commit that added outbox rows (a trigger's or a
     /// direct insert), once per transaction and not for the dispatcher's own fan-out and
     /// claims; PostgreSQL, which other nodes write too, says it cannot tell.
