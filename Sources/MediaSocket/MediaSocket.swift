@@ -95,7 +95,12 @@ public final class MediaSocket: DatagramSink, Service {
             close(socket)
             throw error
         }
-        try reader.start()
+        do {
+            try reader.start()
+        } catch {
+            reader.stop()  // closes the socket; the writer's duplicate closes with the writer
+            throw error
+        }
         bound.set(reader, writer: writer)
         let actual = Self.localPort(of: socket) ?? port
         logger.info("media socket bound", metadata: ["udp": "\(host):\(actual)"])
