@@ -128,17 +128,17 @@ static void chorus_udp_get_local(struct msghdr *message, chorus_udp_received *re
 }
 
 // Fills in the peer's family, address and port from the sockaddr the kernel wrote.
-static void chorus_udp_get_peer(chorus_udp_received *received, socklen_t length) {
-    const struct sockaddr *address = (const struct sockaddr *)received->peer;
+static void chorus_udp_get_peer(const struct sockaddr_storage *name, socklen_t length,
+                                chorus_udp_received *received) {
     received->peer_family = 0;
-    if (address->sa_family == AF_INET && length >= sizeof(struct sockaddr_in)) {
-        const struct sockaddr_in *v4 = (const struct sockaddr_in *)received->peer;
+    if (name->ss_family == AF_INET && length >= sizeof(struct sockaddr_in)) {
+        const struct sockaddr_in *v4 = (const struct sockaddr_in *)name;
         received->peer_family = 4;
         received->peer_high = 0;
         received->peer_low = ntohl(v4->sin_addr.s_addr);
         received->peer_port = ntohs(v4->sin_port);
-    } else if (address->sa_family == AF_INET6 && length >= sizeof(struct sockaddr_in6)) {
-        const struct sockaddr_in6 *v6 = (const struct sockaddr_in6 *)received->peer;
+    } else if (name->ss_family == AF_INET6 && length >= sizeof(struct sockaddr_in6)) {
+        const struct sockaddr_in6 *v6 = (const struct sockaddr_in6 *)name;
         received->peer_family = 6;
         received->peer_high = chorus_udp_big_endian(v6->sin6_addr.s6_addr, 8);
         received->peer_low = chorus_udp_big_endian(v6->sin6_addr.s6_addr + 8, 8);
@@ -151,13 +151,14 @@ int chorus_udp_receive_batch(int fd, uint8_t *buffers, size_t slot_size, chorus_
     struct mmsghdr messages[CHORUS_UDP_BATCH];
     struct iovec vectors[CHORUS_UDP_BATCH];
     chorus_udp_control controls[CHORUS_UDP_BATCH];
+    struct sockaddr_storage names[CHORUS_UDP_BATCH];
     if (count > CHORUS_UDP_BATCH) count = CHORUS_UDP_BATCH;
     memset(messages, 0, sizeof(struct mmsghdr) * count);
     for (size_t i = 0; i < count; i++) {
         vectors[i].iov_base = buffers + i * slot_size;
         vectors[i].iov_len = slot_size;
-        messages[i].msg_hdr.msg_name = received[i].peer;
-        messages[i].msg_hdr.msg_namelen = sizeof(received[i].peer);
+        messages[i].msg_hdr.msg_name = &names[i];
+        messages[i].msg_hdr.msg_namelen = sizeof(names[i]);
         messages[i].msg_hdr.msg_iov = &vectors[i];
         messages[i].msg_hdr.msg_iovlen = 1;
         messages[i].msg_hdr.msg_control = controls[i].bytes;
@@ -171,7 +172,7 @@ int chorus_udp_receive_batch(int fd, uint8_t *buffers, size_t slot_size, chorus_
     for (int i = 0; i < result; i++) {
         received[i].length = messages[i].msg_len;
         received[i].truncated = (messages[i].msg_hdr.msg_flags & MSG_TRUNC) != 0;
-        chorus_udp_get_peer(&received[i], messages[i].msg_hdr.msg_namelen);
+        chorus_udp_get_peer(&names[i], messages[i].msg_hdr.msg_namelen, &received[i]);
         chorus_udp_get_local(&messages[i].msg_hdr, &received[i]);
     }
     return result;

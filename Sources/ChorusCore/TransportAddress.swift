@@ -65,6 +65,17 @@ public struct TransportAddress: Hashable, Sendable, CustomStringConvertible {
         self.base = base
     }
 
+    /// The peer address an IPv6 socket reports. An IPv4 peer of a dual-stack socket shows as
+    /// ::ffff:a.b.c.d (RFC 4291 §2.5.5.2): it is an IPv4 peer, and STUN must tell it its IPv4
+    /// address.
+    public init(socketIPv6High high: UInt64, low: UInt64, port: UInt16, transport: Transport = .udp, base: UInt8 = 0) {
+        if high == 0, low >> 32 == 0xFFFF {
+            self.init(ipv4: UInt32(truncatingIfNeeded: low), port: port, transport: transport, base: base)
+        } else {
+            self.init(ipv6High: high, low: low, port: port, transport: transport, base: base)
+        }
+    }
+
     /// The address bytes in network order (4 or 16).
     public var bytes: [UInt8] {
         switch family {

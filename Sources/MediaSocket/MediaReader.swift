@@ -131,18 +131,14 @@ final class MediaReader: @unchecked Sendable {
                                   handlers: &handlers)
     }
 
-    /// The peer's address of a datagram read: an IPv4 peer of a dual-stack socket shows as
-    /// ::ffff:a.b.c.d (RFC 4291 §2.5.5.2) and is an IPv4 peer, whom STUN must tell its IPv4
-    /// address. nil for any other family.
+    /// The peer's address of a datagram read; nil for a family other than IPv4 and IPv6.
     static func source(of datagram: chorus_udp_received, base: UInt8) -> TransportAddress? {
         let (high, low, port) = (datagram.peer_high, datagram.peer_low, datagram.peer_port)
         switch datagram.peer_family {
         case 4:
             return TransportAddress(ipv4: UInt32(truncatingIfNeeded: low), port: port, base: base)
-        case 6 where high == 0 && low >> 32 == 0xFFFF:
-            return TransportAddress(ipv4: UInt32(truncatingIfNeeded: low), port: port, base: base)
         case 6:
-            return TransportAddress(ipv6High: high, low: low, port: port, base: base)
+            return TransportAddress(socketIPv6High: high, low: low, port: port, base: base)
         default:
             return nil
         }

@@ -265,18 +265,14 @@ extension TransportAddress {
     init?(_ address: SocketAddress, transport: Transport = .udp, base: UInt8 = 0) {
         switch address {
         case .v4(let v4):
-            let raw = UInt32(bigEndian: v4.address.sin_addr.s_addr)
-            let bytes = [UInt8(raw >> 24), UInt8(truncatingIfNeeded: raw >> 16), UInt8(truncatingIfNeeded: raw >> 8),
-                         UInt8(truncatingIfNeeded: raw)]
-            self.init(bytes: bytes, port: UInt16(bigEndian: v4.address.sin_port), transport: transport, base: base)
+            self.init(ipv4: UInt32(bigEndian: v4.address.sin_addr.s_addr), port: UInt16(bigEndian: v4.address.sin_port),
+                      transport: transport, base: base)
         case .v6(let v6):
             var storage = v6.address.sin6_addr
             let bytes = withUnsafeBytes(of: &storage) { Array($0) }
-            // An IPv4 peer of a dual-stack socket shows as ::ffff:a.b.c.d (RFC 4291 §2.5.5.2):
-            // it is an IPv4 peer, and STUN must tell it its IPv4 address.
-            let mapped = bytes.prefix(10).allSatisfy { $0 == 0 } && bytes[10] == 0xFF && bytes[11] == 0xFF
-            self.init(bytes: mapped ? Array(bytes[12...]) : bytes, port: UInt16(bigEndian: v6.address.sin6_port),
-                      transport: transport, base: base)
+            self.init(socketIPv6High: bytes[0..<8].reduce(0) { $0 << 8 | UInt64($1) },
+                      low: bytes[8..<16].reduce(0) { $0 << 8 | UInt64($1) },
+                      port: UInt16(bigEndian: v6.address.sin6_port), transport: transport, base: base)
         default:
             return nil
         }

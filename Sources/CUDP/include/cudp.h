@@ -53,8 +53,6 @@ typedef struct chorus_udp_received {
     uint16_t peer_port;
     uint64_t peer_high;
     uint64_t peer_low;
-    /// The raw sockaddr_in or sockaddr_in6 (room for the larger, aligned for either).
-    uint64_t peer[4];
 } chorus_udp_received;
 
 /// Reads up to `count` (at most 64) datagrams from the non-blocking UDP socket `fd` with one
