@@ -259,13 +259,13 @@ let package = Package(
         ),
         .testTarget(
             name: "MediaSocketTests",
-            dependencies: ["MediaSocket", "ChorusCore", "STUN", .product(name: "Logging", package: "swift-log"),
+            dependencies: ["MediaSocket", "ChorusCore", "ChorusTestSupport", "STUN", .product(name: "Logging", package: "swift-log"),
                            .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]
         ),
         .testTarget(
             name: "ControlAPITests",
             dependencies: [
-                "ControlAPI", "Storage", "Auth", "Rooms", "ChorusCore",
+                "ControlAPI", "Storage", "Auth", "Rooms", "ChorusCore", "ChorusTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
             ]

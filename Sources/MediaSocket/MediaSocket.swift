@@ -36,8 +36,15 @@ public final class MediaSocket: DatagramSink, Service {
     private let bound: BoundMediaSocket
     let tcp: MediaTCPListener?
 
-    public init(host: String, port: Int, tcpPort: TCPPort = .off, router: DatagramRouter, logger: Logger,
-                group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) {
+    public convenience init(host: String, port: Int, tcpPort: TCPPort = .off, router: DatagramRouter,
+                            logger: Logger, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) {
+        self.init(host: host, port: port, tcpPort: tcpPort, router: router, logger: logger, group: group,
+                  tcpLimits: .fitting(descriptorLimit: DescriptorLimit.current))
+    }
+
+    /// With ICE-TCP limits of the caller's choosing (tests that must outlive a timeout).
+    init(host: String, port: Int, tcpPort: TCPPort, router: DatagramRouter, logger: Logger,
+         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, tcpLimits: MediaTCPListener.Limits) {
         self.host = host
         self.port = port
         self.tcpPort = tcpPort
@@ -45,8 +52,7 @@ public final class MediaSocket: DatagramSink, Service {
         self.logger = logger
         self.group = group
         self.bound = BoundMediaSocket()
-        self.tcp = tcpPort == .off ? nil : MediaTCPListener(
-            router: router, limits: .fitting(descriptorLimit: DescriptorLimit.current), logger: logger)
+        self.tcp = tcpPort == .off ? nil : MediaTCPListener(router: router, limits: tcpLimits, logger: logger)
     }
 
     /// The port ICE-TCP listens on once bound; nil without ICE-TCP.

@@ -1,4 +1,5 @@
 import ChorusCore
+import ChorusTestSupport
 import ControlAPI
 import Foundation
 import Rooms
@@ -93,11 +94,11 @@ struct ClusterAPITests {
                               room: try RoomID(validating: room))
             let listener = Task { try await server.request("GET", "/v1/rooms/\(room)/events") }
             var ended: [RoomEvent] = []
-            for _ in 0..<100 where ended.count < 3 {
+            try await eventually(every: .milliseconds(20)) {
                 if let opened = await server.api.registry.room(for: key) {
                     ended = await opened.subscribe(after: nil).replay.filter { $0.name == "participant.ended" }
                 }
-                if ended.count < 3 { try await Task.sleep(for: .milliseconds(20)) }
+                return ended.count >= 3
             }
             listener.cancel()
             #expect(Set(ended.compactMap { if case .string(let id)? = $0.fields["callId"] { id } else { nil } })

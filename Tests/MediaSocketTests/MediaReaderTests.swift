@@ -1,4 +1,5 @@
 import ChorusCore
+import ChorusTestSupport
 import Glibc
 import Logging
 import NIOConcurrencyHelpers
@@ -20,13 +21,9 @@ struct MediaReaderTests {
             handOvers.withLockedValue { $0.append(batch.count) }
         }
 
-        /// Waits up to 2 s for `count` datagrams.
+        /// Waits (see `eventually`) for `count` datagrams; returns what arrived.
         func wait(for count: Int) async throws -> [ReceivedDatagram] {
-            for _ in 0..<200 {
-                let seen = datagrams.withLockedValue { $0 }
-                if seen.count >= count { return seen }
-                try await Task.sleep(for: .milliseconds(10))
-            }
+            try await eventually { datagrams.withLockedValue { $0.count >= count } }
             return datagrams.withLockedValue { $0 }
         }
     }

@@ -1,4 +1,5 @@
 import ChorusCore
+import ChorusTestSupport
 import Glibc
 import Logging
 import NIOConcurrencyHelpers
@@ -94,9 +95,9 @@ struct MediaSocketBaseTests {
         for (index, host) in ["127.0.0.2", "127.0.0.3", "127.0.0.2"].enumerated() {
             peer.send(Self.rtp(ssrc: 0xC0FFEE), to: host, port: port)
             var source: TransportAddress?
-            for _ in 0..<200 where source == nil {
+            try await eventually {
                 source = recorder.sources.withLockedValue { $0.count > index ? $0[index] : nil }
-                if source == nil { try await Task.sleep(for: .milliseconds(10)) }
+                return source != nil
             }
             socket.send([UInt8(index)], to: try #require(source))
             let reply = try #require(peer.receive())
@@ -133,9 +134,9 @@ struct MediaSocketBaseTests {
         let peer = try Peer()
         peer.send(Self.rtp(ssrc: 7), to: "127.0.0.2", port: port)
         var source: TransportAddress?
-        for _ in 0..<200 where source == nil {
+        try await eventually {
             source = recorder.sources.withLockedValue { $0.first }
-            if source == nil { try await Task.sleep(for: .milliseconds(10)) }
+            return source != nil
         }
         let recorded = try #require(source)
         #expect(recorded.base == 0)

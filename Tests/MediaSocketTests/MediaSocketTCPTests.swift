@@ -1,4 +1,5 @@
 import ChorusCore
+import ChorusTestSupport
 import Foundation
 import Glibc
 import Logging
@@ -67,10 +68,6 @@ struct MediaSocketTCPTests {
         return builder.finish()
     }
 
-    func waitFor(_ condition: () -> Bool) async throws {
-        for _ in 0..<200 where !condition() { try await Task.sleep(for: .milliseconds(10)) }
-    }
-
     @Test func framesInAnyPiecesAreRoutedAndAnswersComeBackFramed() async throws {
         let router = DatagramRouter()
         let recorder = Recorder()
@@ -86,7 +83,7 @@ struct MediaSocketTCPTests {
         client.write(Array(framed[..<1]))
         try await Task.sleep(for: .milliseconds(20))
         client.write(Array(framed[1...]) + [0, 0])
-        try await waitFor { recorder.frames.withLockedValue { !$0.isEmpty } }
+        try await eventually { recorder.frames.withLockedValue { !$0.isEmpty } }
         let first = try #require(recorder.frames.withLockedValue { $0.first })
         #expect(first.datagram == check)
         #expect(first.source.transport == .tcp)
@@ -110,7 +107,7 @@ struct MediaSocketTCPTests {
         let client = try Client(port: try #require(socket.boundTCPPort), receiveBuffer: 4_096)
         let check = Self.bindingRequest(ufrag: "slow")
         client.write([UInt8(check.count >> 8), UInt8(check.count & 0xFF)] + check)
-        try await waitFor { recorder.frames.withLockedValue { !$0.isEmpty } }
+        try await eventually { recorder.frames.withLockedValue { !$0.isEmpty } }
         let source = try #require(recorder.frames.withLockedValue { $0.first?.source })
         // 10,000 packets of 1,200 bytes (12 MB) at a peer that never reads: the kernel buffers
         // fill, then NIO's queue up to its high-water mark, then sends are refused at once.
@@ -131,15 +128,19 @@ struct MediaSocketTCPTests {
     /// The listener and all its connections share one event loop, so a connection over a limit
     /// is closed within the accept that made it rather than a hop later: under a flood on a
     /// loaded machine, the hop let hundreds of refused sockets stay open beyond the cap.
+    /// The kept connections never send a check, so the first-check timeout is made long enough
+    /// that a test delayed on a loaded machine does not see them closed for that (CI once did).
     @Test func connectionsOverTheLimitAreClosedAndTheKeptOnesShareTheListenersLoop() async throws {
+        var limits = MediaTCPListener.Limits()
+        limits.firstCheckTimeout = .seconds(600)
         let socket = MediaSocket(host: "127.0.0.1", port: 0, tcpPort: .sameAsUDP, router: DatagramRouter(),
-                                 logger: Logger(label: "test"))
+                                 logger: Logger(label: "test"), tcpLimits: limits)
         try await socket.bind()
         let tcp = try #require(socket.tcp)
         let port = try #require(socket.boundTCPPort)
         // One after another from 127.0.0.1: the first 16 are kept, the rest refused.
         let clients = try (0..<(tcp.limits.perHostLimit + 4)).map { _ in try Client(port: port) }
-        try await waitFor { tcp.connections.count == tcp.limits.perHostLimit }
+        try await eventually { tcp.connections.count == tcp.limits.perHostLimit }
         #expect(tcp.connections.count == tcp.limits.perHostLimit)
         for client in clients[tcp.limits.perHostLimit...] {
             var byte: UInt8 = 0
@@ -147,6 +148,7 @@ struct MediaSocketTCPTests {
         }
         let loops = Set(tcp.connections.all.map { ObjectIdentifier($0.eventLoop) })
         #expect(loops.count == 1)
+        withExtendedLifetime(clients) {}
         await socket.closeAll()
     }
 }

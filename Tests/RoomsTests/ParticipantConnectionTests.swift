@@ -87,10 +87,10 @@ struct ParticipantConnectionTests {
         let caller = pthread_self()
         let read = datagrams.map { ReceivedDatagram(receiver: receiver, datagram: $0, source: peer.address, time: .now()) }
         receiver.receive(read[...], readerIsLight: readerIsLight)
-        var sent = sink.take()
-        for _ in 0..<200 where sent.count < datagrams.count {
-            try await Task.sleep(for: .milliseconds(5))
-            sent = sink.take()
+        var sent: [(datagram: [UInt8], thread: pthread_t)] = []
+        try await eventually(every: .milliseconds(5)) {
+            sent += sink.take()
+            return sent.count >= datagrams.count
         }
         return (sent.contains { pthread_equal($0.thread, caller) != 0 }, sent.map(\.datagram))
     }
