@@ -16,10 +16,13 @@ struct BoundedWaitTests {
 
     /// No clock in the check (a busy test run can starve any timer): the body finishes only
     /// when the test opens its gate after `boundedWait` returned, so a wait that waited for it
-    /// would see it finished (a 60 s safety opens the gate so that such a failure cannot hang).
+    /// would see it finished. A safety opens the gate so that such a failure cannot hang; it is
+    /// 10 minutes because `boundedWait`'s own timer resumes on the cooperative pool, which in
+    /// `make test` queues it behind every CPU-bound test (under load, a 60 s safety once fired
+    /// first).
     @Test func aBodyThatIgnoresCancellationIsNotWaitedFor() async {
         let gate = Gate()
-        DispatchQueue.global().asyncAfter(deadline: .now() + 60) { gate.open() }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 600) { gate.open() }
         let result = await boundedWait(.milliseconds(100)) { () async -> Int in
             await gate.pass()
             return 1
