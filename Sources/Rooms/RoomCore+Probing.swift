@@ -54,8 +54,10 @@ extension RoomCore {
     /// The estimate as one sample of `chorus_downlink_estimate_bits_per_second` (a histogram),
     /// once a second: the distribution over participant-seconds.
     private func sampleEstimate(of participant: Participant, now: MediaTime) {
-        guard let bitrate = participant.transport.estimatedBitrate else { return }
+        // The clock first: reading the estimate copies the estimator's state, and this runs for
+        // every member on every tick (2 % of a 3,000-member room's server CPU when it came first).
         if let last = participant.estimateSampledAt, now.nanoseconds(since: last) < 1_000_000_000 { return }
+        guard let bitrate = participant.transport.estimatedBitrate else { return }
         participant.estimateSampledAt = now
         participant.estimateSummary.add(bitrate)
         Self.estimates.record(bitrate)
