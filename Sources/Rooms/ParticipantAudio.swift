@@ -76,10 +76,9 @@ struct ParticipantAudio {
         }
         let quiet = level.map { $0.dBov < Self.decodeThresholdDBov } ?? false
         let decode = !muted && (isSpeaker || !quiet)
-        let kind = pcm.withUnsafeMutableBufferPointer {
-            receive.nextFrame(now: now, into: $0, comfortNoise: isSpeaker, decode: decode, deferDecode: level != nil,
-                              heldIsQuiet: level.map { $0.dBov < Self.quietDBov } ?? false)
-        }
+        // Silence leaves `pcm` as it was: its samples are not handed on below.
+        let kind = receive.nextFrame(now: now, into: &pcm, comfortNoise: isSpeaker, decode: decode,
+                                     deferDecode: level != nil, heldIsQuiet: level.map { $0.dBov < Self.quietDBov } ?? false)
         if talking { talkTicks &+= 1 }
         if kind == .skipped || kind == .undecoded {
             if kind == .skipped { skippedDecodes &+= 1 } else { undecodedFrames &+= 1 }

@@ -10,7 +10,9 @@ import AudioMixer
 struct JitterBufferedDecoderTests {
     /// Sends a ramp (sample n has value n % 30000) in PCM packets of `packetSamples`, runs
     /// `ticks` 20 ms ticks, and returns the concatenated output.
-    private func runRamp(packetSamples: Int, ticks: Int, lose: Set<Int> = []) throws -> (pcm: [Int16], chain: JitterBufferedDecoder) {
+    private func runRamp(packetSamples: Int, ticks: Int, lose: Set<Int> = []) throws
+        -> (pcm: [Int16], chain: JitterBufferedDecoder, kinds: [JitterBufferedDecoder.FrameKind])
+    {
         let encoder = PCMCodec()
         var chain = JitterBufferedDecoder(decoder: PCMCodec())
         let interval = UInt64(packetSamples) * 1_000_000_000 / 48_000
@@ -21,6 +23,7 @@ struct JitterBufferedDecoderTests {
             packets.append((1_000_000_000 + UInt64(index) * interval + 30_000_000, index, try encoder.encode(samples)))
         }
         var output: [Int16] = []
+        var kinds: [JitterBufferedDecoder.FrameKind] = []
         var frame = [Int16](repeating: 0, count: 960)
         var next = 0
         for tick in 0..<ticks {
@@ -33,20 +36,24 @@ struct JitterBufferedDecoderTests {
                     payload: packet.payload, arrival: MediaTime(nanoseconds: packet.arrival))
                 next += 1
             }
-            _ = frame.withUnsafeMutableBufferPointer { chain.nextFrame(now: MediaTime(nanoseconds: now), into: $0) }
+            kinds.append(frame.withUnsafeMutableBufferPointer { chain.nextFrame(now: MediaTime(nanoseconds: now), into: $0) })
             output += frame
         }
-        return (output, chain)
+        return (output, chain, kinds)
     }
 
     @Test("10, 20, 40 and 60 ms packets all come out as one continuous signal", arguments: [480, 960, 1_920, 2_880])
     func packetDurations(packetSamples: Int) throws {
-        let (pcm, chain) = try runRamp(packetSamples: packetSamples, ticks: 300)
+        let (pcm, chain, kinds) = try runRamp(packetSamples: packetSamples, ticks: 300)
         let start = try #require(pcm.firstIndex { $0 != 0 })
         // From the first sample of audio, 4 s of the ramp without a gap or a repeat.
         let played = pcm[(start - 1)..<(start - 1 + 4 * 48_000)]
         let mismatch = played.indices.first { played[$0] != Int16(($0 - played.startIndex) % 30_000) }
         #expect(mismatch == nil, "first mismatch at \(String(describing: mismatch)): \(chain.jitterBuffer.statistics)")
+        // Every one of those ticks says it is audio, also those served from what is left of a
+        // 40 or 60 ms packet (the room hands a `.silence` tick to nobody).
+        let ticks = kinds[(start / 960)..<((start + 4 * 48_000) / 960)]
+        #expect(ticks.allSatisfy { $0 == .audio }, "\(ticks.filter { $0 != .audio }.count) ticks not audio")
         #expect(chain.decodeErrors == 0)
         #expect(chain.jitterBuffer.statistics.lost == 0)
         #expect(chain.jitterBuffer.statistics.droppedFrames + chain.jitterBuffer.statistics.insertedFrames == 0)

@@ -68,6 +68,23 @@ struct RoomCoreAudioTests {
     /// A silent participant pausing in DTX sends one packet every 400 ms, each with the level
     /// -127 dBov. Nobody can hear it, so the room runs no decoder for it, neither on its packets
     /// nor between them (concealing a quiet stream's gaps cost a decode per tick).
+    /// A talker sending 40 or 60 ms packets is heard in every 20 ms of the mix, not only in
+    /// the tick its packet is decoded in: the ticks served from the rest of a packet are audio
+    /// too (they were once reported as silence, and the mix dropped them).
+    @Test(arguments: [2, 3]) func longPacketsAreHeardInEveryTick(framesPerPacket: Int) throws {
+        let room = try talk(talkers: ["ann"], listeners: ["dan"]) { room in
+            room.microphones["ann"]?.framesPerPacket = framesPerPacket
+        }
+        let heard = try PeerEar.heard(by: try #require(room.peers["dan"]))
+        // 3 s of talk, less the jitter buffer's start: a mix packet for every 20 ms tick.
+        #expect(heard.count >= 48 * 2_700, "dan heard \(heard.count / 48) ms of 3,000")
+        let lastSecond = Array(heard.suffix(48_000))
+        let quiet = stride(from: 0, to: lastSecond.count - 959, by: 960).filter { start in
+            Spectrum.powerDB(of: Array(lastSecond[start..<(start + 960)]), at: Self.tones["ann"]!) < -30
+        }
+        #expect(quiet.isEmpty, "\(quiet.count) of 50 frames without ann's tone")
+    }
+
     @Test func aQuietParticipantPausingInDTXIsNeitherDecodedNorConcealed() throws {
         let room = try SimulatedRoom(seed: 3)
         for name in ["ann", "dan"] { try room.join(name) }
