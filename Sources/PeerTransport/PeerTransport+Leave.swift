@@ -19,6 +19,7 @@ extension PeerTransport {
             _ = sendRTCP(compound, transmits: &transmits)
         }
         let closing = dtls.close()
+        dtlsDeadline = dtls.nextDeadline
         if let destination { for datagram in closing.datagrams { transmits.append((datagram, destination)) } }
         isClosed = true
         isConnected = false

@@ -41,6 +41,12 @@ extension RoomCore {
         for participant in members {
             guard participant.state == .established else { continue }
             sampleEstimate(of: participant, now: now)
+            // A probe is RTX padding: a participant without an RTX slot (audio only, most of a
+            // big room) cannot be probed, and its estimator keeps any request until it can.
+            guard participant.video.slots.contains(where: { $0.rtx != nil }) else {
+                if participant.probe != nil { participant.probe = nil }
+                continue
+            }
             if participant.probe == nil, let cluster = participant.transport.probeRequest(now: now) {
                 participant.probe = ProbeInFlight(cluster: cluster, burstsLeft: 2)
             }
@@ -57,8 +63,8 @@ extension RoomCore {
         // The clock first: reading the estimate copies the estimator's state, and this runs for
         // every member on every tick (2 % of a 3,000-member room's server CPU when it came first).
         if let last = participant.estimateSampledAt, now.nanoseconds(since: last) < 1_000_000_000 { return }
+        participant.estimateSampledAt = now  // also without an estimate: look again in a second
         guard let bitrate = participant.transport.estimatedBitrate else { return }
-        participant.estimateSampledAt = now
         participant.estimateSummary.add(bitrate)
         Self.estimates.record(bitrate)
     }
