@@ -145,6 +145,54 @@ struct JitterBufferedDecoderTests {
     /// A quiet participant is not decoded (the room's choice, from its client's level): zeros
     /// while skipped, the jitter buffer's timeline unbroken, and clean audio again as soon as
     /// decoding resumes (the decoder restarts instead of decoding on stale state).
+    /// The room's form (`into: inout [Int16]`) leaves silent ticks unwritten and notes the
+    /// silence without writing the queue; it must still play exactly what the pointer form
+    /// plays: a sender with DTX pauses, losses, packets of 10, 20, 30 and 60 ms (so a tick can
+    /// end inside a packet, and start with what was left of one), and stretches not decoded.
+    @Test("the room's form plays what the pointer form plays, through pauses, losses and odd packets")
+    func inoutFormMatchesPointerForm() throws {
+        let encoder = PCMCodec()
+        var chains = [JitterBufferedDecoder(decoder: PCMCodec()), JitterBufferedDecoder(decoder: PCMCodec())]
+        var frame = [Int16](repeating: 0, count: 960)
+        var roomFrame = [Int16](repeating: 7, count: 960)
+        let durations = [480, 960, 1_440, 2_880, 480, 960]
+        var sequence: UInt16 = 0, captured = 0, sent = 0, packets = 0
+        var audible = 0
+        for tick in 0..<400 {
+            // The microphone runs on; talk for 600 ms of each second, pause (DTX: nothing sent).
+            captured += 960
+            let talking = tick % 50 < 30
+            if !talking { sent = captured }
+            while talking, captured - sent >= durations[packets % durations.count] {
+                let samples = durations[packets % durations.count]
+                let pcm = (0..<samples).map { Int16(truncatingIfNeeded: sent + $0) | 1 }
+                let arrival = MediaTime(nanoseconds: 1_030_000_000 + UInt64(sent + samples) * 1_000_000 / 48)
+                if packets % 23 != 7 {  // lost
+                    for index in chains.indices {
+                        chains[index].insert(sequenceNumber: sequence, timestamp: UInt32(sent), payload: try encoder.encode(pcm),
+                                             arrival: arrival)
+                    }
+                }
+                sequence &+= 1
+                packets += 1
+                sent += samples
+            }
+            let now = MediaTime(nanoseconds: 1_007_000_000 + UInt64(tick) * 20_000_000)
+            let decode = !(200..<230).contains(tick)
+            let kind = frame.withUnsafeMutableBufferPointer { chains[0].nextFrame(now: now, into: $0, decode: decode) }
+            let roomKind = chains[1].nextFrame(now: now, into: &roomFrame, decode: decode)
+            #expect(kind == roomKind, "tick \(tick)")
+            switch kind {
+            case .silence, .skipped:
+                #expect(frame.allSatisfy { $0 == 0 }, "tick \(tick): a silent tick is zeros")
+            default:
+                audible += 1
+                #expect(frame == roomFrame, "tick \(tick): \(kind) differs")
+            }
+        }
+        #expect(audible > 150)
+    }
+
     @Test("skipped ticks are zeros, and decoding resumes cleanly on the same timeline")
     func skippedDecodes() throws {
         let encoder = try OpusEncoder(bitrate: 32_000)
