@@ -68,11 +68,22 @@ struct MediaSocketTCPTests {
         return builder.finish()
     }
 
+    /// The limits with a first-check timeout long enough for a test run on a loaded machine:
+    /// `make test` runs every suite at once on two cores, where a test's `Task.sleep` between
+    /// connecting and sending its check has taken over 10 s, and the listener then closed the
+    /// connection for sending no check in time (CI saw both).
+    static var patientLimits: MediaTCPListener.Limits {
+        var limits = MediaTCPListener.Limits()
+        limits.firstCheckTimeout = .seconds(600)
+        return limits
+    }
+
     @Test func framesInAnyPiecesAreRoutedAndAnswersComeBackFramed() async throws {
         let router = DatagramRouter()
         let recorder = Recorder()
         router.register(ufrag: "tcpu", receiver: recorder)
-        let socket = MediaSocket(host: "127.0.0.1", port: 0, tcpPort: .sameAsUDP, router: router, logger: Logger(label: "test"))
+        let socket = MediaSocket(host: "127.0.0.1", port: 0, tcpPort: .sameAsUDP, router: router, logger: Logger(label: "test"),
+                                 tcpLimits: Self.patientLimits)
         let udpPort = try await socket.bind()
         let port = try #require(socket.boundTCPPort)
         #expect(port == udpPort)
@@ -101,7 +112,8 @@ struct MediaSocketTCPTests {
         let router = DatagramRouter()
         let recorder = Recorder()
         router.register(ufrag: "slow", receiver: recorder)
-        let socket = MediaSocket(host: "127.0.0.1", port: 0, tcpPort: .sameAsUDP, router: router, logger: Logger(label: "test"))
+        let socket = MediaSocket(host: "127.0.0.1", port: 0, tcpPort: .sameAsUDP, router: router, logger: Logger(label: "test"),
+                                 tcpLimits: Self.patientLimits)
         try await socket.bind()
         let tcp = try #require(socket.tcp)
         let client = try Client(port: try #require(socket.boundTCPPort), receiveBuffer: 4_096)
@@ -128,13 +140,11 @@ struct MediaSocketTCPTests {
     /// The listener and all its connections share one event loop, so a connection over a limit
     /// is closed within the accept that made it rather than a hop later: under a flood on a
     /// loaded machine, the hop let hundreds of refused sockets stay open beyond the cap.
-    /// The kept connections never send a check, so the first-check timeout is made long enough
-    /// that a test delayed on a loaded machine does not see them closed for that (CI once did).
+    /// The kept connections never send a check: the patient first-check timeout keeps them open
+    /// however late the test looks.
     @Test func connectionsOverTheLimitAreClosedAndTheKeptOnesShareTheListenersLoop() async throws {
-        var limits = MediaTCPListener.Limits()
-        limits.firstCheckTimeout = .seconds(600)
         let socket = MediaSocket(host: "127.0.0.1", port: 0, tcpPort: .sameAsUDP, router: DatagramRouter(),
-                                 logger: Logger(label: "test"), tcpLimits: limits)
+                                 logger: Logger(label: "test"), tcpLimits: Self.patientLimits)
         try await socket.bind()
         let tcp = try #require(socket.tcp)
         let port = try #require(socket.boundTCPPort)
