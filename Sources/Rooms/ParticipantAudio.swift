@@ -36,6 +36,12 @@ struct ParticipantAudio {
     var mixFramesRelayed: UInt64 = 0
     var mixFramesSilent: UInt64 = 0
     var mixEncodeFailures: UInt64 = 0
+    /// The room's audio tick (`RoomCore.audioTicks`) up to which `outbound` has moved: set when
+    /// the participant is established, then by every frame sent or failed. The ticks after it
+    /// sent this participant nothing, so its mix was silent: they are skipped on `outbound` and
+    /// counted in `mixFramesSilent` only when next needed (`noteSilentMixes`), not one by one
+    /// on each silent tick, which touched every member of a big room 50 times a second.
+    var outboundTick: UInt64?
     var pcm = [Int16](repeating: 0, count: 960)
 
     init(payloadType: UInt8, levelExtensionID: UInt16?, csrcLevelExtensionID: UInt16?, ssrc: SSRC,
@@ -99,6 +105,15 @@ struct ParticipantAudio {
             levelCount &+= 1
             return (pcm, level, false)
         }
+    }
+
+    /// Catches `outbound` and `mixFramesSilent` up with the silent mixes of the ticks after
+    /// `outboundTick` up to `tick` (see `outboundTick`); nothing before establishment.
+    mutating func noteSilentMixes(through tick: UInt64) {
+        guard let last = outboundTick, tick > last else { return }
+        outbound.skipFrame(Int(clamping: tick - last))
+        mixFramesSilent &+= tick - last
+        outboundTick = tick
     }
 
     /// Decodes the frame `nextFrame` held undecoded this tick, because a mix needs it.

@@ -89,6 +89,7 @@ extension RoomCore {
     /// One 20 ms audio tick: decode one frame per participant, mix the top speakers, encode
     /// each distinct mix once, send each recipient its mix on its own RTP stream.
     func audioTick(now: MediaTime) {
+        audioTicks &+= 1
         // Over `members`, not `participants`: iterating the dictionary keeps its storage shared
         // (a mutation through it would copy all of it: measured as most of a 1,000-participant
         // tick once), and looking each one up hashes its call ID.
@@ -140,17 +141,13 @@ extension RoomCore {
     }
 
     private func send(_ mix: AudioMixerTick<CallID>.Mix, key: MixEncoders.Key, now: MediaTime) {
+        // A silent mix sends nothing, and its recipients learn of it with their next frame
+        // (`ParticipantAudio.outboundTick`): in a big room's pauses nobody is touched.
+        if mix.isSilent { return }
         let recipients = recipients(of: mix)
         // A recording or an RTP forward takes the full mix even when nobody else does.
         let tapped = key == .full && tapsFullMix
         guard !recipients.isEmpty || tapped else { return }
-        if mix.isSilent {
-            for participant in recipients {
-                participant.audio.outbound.skipFrame()
-                participant.audio.mixFramesSilent &+= 1
-            }
-            return
-        }
         if let relayed = relayablePayload(of: mix) {
             if tapped { fullMixTap = relayed }
             relayed.withUnsafeBytes { deliver($0, mix: mix, to: recipients, relayed: true, now: now) }
@@ -168,7 +165,9 @@ extension RoomCore {
         }
         guard length > 0 else {
             for participant in recipients {
+                participant.audio.noteSilentMixes(through: audioTicks &- 1)
                 participant.audio.outbound.skipFrame()
+                participant.audio.outboundTick = audioTicks
                 participant.audio.mixEncodeFailures &+= 1
             }
             return
@@ -207,7 +206,7 @@ extension RoomCore {
         }
         for participant in recipients {
             participant.sendMix(payload, csrcs: mix.csrcs, csrcAudioLevels: mix.csrcAudioLevels, relayed: relayed,
-                                now: now, scratch: &mixPacket, transmits: &output.transmits)
+                                tick: audioTicks, now: now, scratch: &mixPacket, transmits: &output.transmits)
         }
     }
 

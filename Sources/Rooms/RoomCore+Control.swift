@@ -3,14 +3,20 @@ import Foundation
 
 extension RoomCore {
     public func participantList() -> [ParticipantSnapshot] {
-        joinOrder.compactMap { participants[$0]?.snapshot() }
+        joinOrder.compactMap { participants[$0].map(snapshot) }
     }
 
     /// The ICE ufrag the call's STUN is routed by now (new after each ICE restart).
     public func participantUfrag(_ callId: CallID) -> String? { participants[callId]?.ufrag }
 
     public func participant(_ callId: CallID) -> ParticipantSnapshot? {
-        participants[callId]?.snapshot()
+        participants[callId].map(snapshot)
+    }
+
+    /// `participant.snapshot()` with its audio statistics caught up with this tick.
+    func snapshot(_ participant: Participant) -> ParticipantSnapshot {
+        participant.audio.noteSilentMixes(through: audioTicks)
+        return participant.snapshot()
     }
 
     /// True when `userId` has a call in this room (a user may then read the room's events).
@@ -66,7 +72,7 @@ extension RoomCore {
         } else if slotsChanged {
             reassignSlots(now: now)
         }
-        return participants[callId]?.snapshot()
+        return participants[callId].map(snapshot)
     }
 
     /// Counts of participants by state, for /metrics.

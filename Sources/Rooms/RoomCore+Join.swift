@@ -56,7 +56,7 @@ extension RoomCore {
             if let name = request.displayName { fields["displayName"] = .string(name) }
             if !request.headers.isEmpty { fields["headers"] = .object(request.headers.mapValues { .string($0) }) }
             emit(.participantJoined, fields)
-            return JoinAnswer(sdp: plan.answer, snapshot: participant.snapshot())
+            return JoinAnswer(sdp: plan.answer, snapshot: snapshot(participant))
         }
     }
 

@@ -37,7 +37,7 @@ extension RoomCore {
                 output.laneTransmits.withUnsafeMutableBufferPointer { batches in
                     let job = MixLaneJob(targets: targets, scratch: scratch, batches: batches, payload: payload,
                                          csrcs: mix.csrcs, csrcAudioLevels: mix.csrcAudioLevels, relayed: relayed,
-                                         now: now, lanes: lanes)
+                                         tick: audioTicks, now: now, lanes: lanes)
                     DispatchQueue.concurrentPerform(iterations: lanes) { job.run(lane: $0) }
                 }
             }
@@ -114,6 +114,7 @@ private struct MixLaneJob: @unchecked Sendable {
     let csrcs: [SSRC]
     let csrcAudioLevels: [UInt8]
     let relayed: Bool
+    let tick: UInt64
     let now: MediaTime
     let lanes: Int
 
@@ -125,18 +126,21 @@ private struct MixLaneJob: @unchecked Sendable {
 
     func run(lane: Int) {
         for index in slice(lane) {
-            targets[index].sendMix(payload, csrcs: csrcs, csrcAudioLevels: csrcAudioLevels, relayed: relayed, now: now,
-                                   scratch: &scratch[lane], transmits: &batches[lane])
+            targets[index].sendMix(payload, csrcs: csrcs, csrcAudioLevels: csrcAudioLevels, relayed: relayed, tick: tick,
+                                   now: now, scratch: &scratch[lane], transmits: &batches[lane])
         }
     }
 }
 
 extension Participant {
-    /// One mix payload on this participant's own stream: its RTP header (sequence number,
-    /// timestamp, CSRCs and their levels) written in `scratch`, then stamped, protected and
-    /// appended to `transmits` by its transport. The same on the room's thread and on a lane.
+    /// One mix payload on this participant's own stream, for audio tick `tick`: its RTP header
+    /// (sequence number, timestamp after the silent ticks since its last frame, CSRCs and their
+    /// levels) written in `scratch`, then stamped, protected and appended to `transmits` by its
+    /// transport. The same on the room's thread and on a lane.
     func sendMix(_ payload: UnsafeRawBufferPointer, csrcs: [SSRC], csrcAudioLevels: [UInt8], relayed: Bool,
-                 now: MediaTime, scratch: inout [UInt8], transmits: inout [Transmit]) {
+                 tick: UInt64, now: MediaTime, scratch: inout [UInt8], transmits: inout [Transmit]) {
+        audio.noteSilentMixes(through: tick &- 1)
+        audio.outboundTick = tick
         scratch.removeAll(keepingCapacity: true)
         audio.outbound.packet(payload: payload, csrcs: csrcs, csrcAudioLevels: csrcAudioLevels, into: &scratch)
         let reported = ReportedPacket(timestamp: audio.outbound.lastSentTimestamp ?? 0, payloadOctets: payload.count,

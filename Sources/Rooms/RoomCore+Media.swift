@@ -105,6 +105,7 @@ extension RoomCore {
     private func established(_ callId: CallID, profile: String) {
         guard let participant = participants[callId] else { return }
         participant.state = .established
+        if participant.audio.outboundTick == nil { participant.audio.outboundTick = audioTicks }
         participant.establishedAt = wallClock.date(at: now)
         participant.srtpProfile = profile
         RoomMetrics.handshakes(ok: true)
@@ -140,6 +141,7 @@ extension RoomCore {
         for address in participant.boundAddresses { output.routing.append(.unbind(address)) }
         if !participant.receivedSources.isEmpty { output.routing.append(.unregisterSSRCs(participant.receivedSources)) }
         let counters = participant.transport.counters
+        participant.audio.noteSilentMixes(through: audioTicks)
         if cause == .timeout {
             logger.info("consent expired: no check or authenticated media within the timeout",
                         metadata: ["callId": "\(callId)", "userId": "\(participant.userId)"])

@@ -47,6 +47,8 @@ public final class RoomCore {
     var laneInputs: [AudioMixerInput] = []
     /// Ticks whose mixer inputs were prepared on several lanes so far.
     public internal(set) var laneInputFanOuts: UInt64 = 0
+    /// Audio ticks run: the index of the current one during a tick (see `ParticipantAudio.outboundTick`).
+    var audioTicks: UInt64 = 0
     /// Payloads delivered on several lanes so far.
     public internal(set) var laneFanOuts: UInt64 = 0
     /// Audio ticks that came due (for `RoomFaults`).

@@ -131,6 +131,30 @@ struct RoomCoreAudioTests {
         }
     }
 
+    /// A pause of the only talker makes dan's mix silent: nothing is sent, and the stream's
+    /// timestamp moves on by exactly the silent ticks, which the statistics count (they are
+    /// caught up when next needed, not tick by tick), while the sequence number does not; the
+    /// first packet after the pause carries the marker bit (RFC 3551 §4.1).
+    @Test func aSilentMixMovesTheTimestampByItsTicksAndCountsThem() throws {
+        let room = try talk(talkers: ["ann"], listeners: ["dan"], milliseconds: 1_000)
+        let silentBefore = try #require(room.snapshot("dan")?.audioStatistics["mixFramesSilent"])
+        room.say("ann", frequency: nil)
+        room.talk(milliseconds: 1_000)
+        room.say("ann", frequency: Self.tones["ann"])
+        room.talk(milliseconds: 1_000)
+        let silent = try #require(room.snapshot("dan")?.audioStatistics["mixFramesSilent"]) - silentBefore
+        #expect(silent > 20, "\(silent) silent ticks in a second's pause")
+        let dan = try #require(room.peers["dan"])
+        let packets = try #require(dan.answerSSRCs["0"].flatMap { dan.received[$0] })
+        var gaps: [(frames: Int, marker: Bool)] = []
+        for (previous, packet) in zip(packets, packets.dropFirst()) {
+            #expect(packet.header.sequenceNumber == previous.header.sequenceNumber &+ 1)
+            let frames = Int(packet.header.timestamp &- previous.header.timestamp) / 960
+            if frames != 1 { gaps.append((frames, packet.header.marker)) }
+        }
+        #expect(gaps.count == 1 && gaps.first?.frames == silent + 1 && gaps.first?.marker == true, "\(gaps)")
+    }
+
     @Test func aSingleTalkerIsRelayedNotReencoded() throws {
         let room = try talk(talkers: ["ann"], listeners: ["bob", "cid"])
         for name in ["bob", "cid"] {
