@@ -116,6 +116,13 @@ struct ParticipantAudio {
         outboundTick = tick
     }
 
+    /// Moves `outbound` to audio tick `tick`, whose frame the caller sends or skips itself: the
+    /// silent ticks before it are caught up first.
+    mutating func moveOutbound(to tick: UInt64) {
+        noteSilentMixes(through: tick &- 1)
+        outboundTick = tick
+    }
+
     /// Decodes the frame `nextFrame` held undecoded this tick, because a mix needs it.
     mutating func decodeHeldFrame() -> [Int16]? {
         let kind = pcm.withUnsafeMutableBufferPointer { receive.decodeDeferred(into: $0) }

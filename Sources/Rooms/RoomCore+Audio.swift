@@ -165,9 +165,8 @@ extension RoomCore {
         }
         guard length > 0 else {
             for participant in recipients {
-                participant.audio.noteSilentMixes(through: audioTicks &- 1)
+                participant.audio.moveOutbound(to: audioTicks)
                 participant.audio.outbound.skipFrame()
-                participant.audio.outboundTick = audioTicks
                 participant.audio.mixEncodeFailures &+= 1
             }
             return

@@ -139,8 +139,7 @@ extension Participant {
     /// transport. The same on the room's thread and on a lane.
     func sendMix(_ payload: UnsafeRawBufferPointer, csrcs: [SSRC], csrcAudioLevels: [UInt8], relayed: Bool,
                  tick: UInt64, now: MediaTime, scratch: inout [UInt8], transmits: inout [Transmit]) {
-        audio.noteSilentMixes(through: tick &- 1)
-        audio.outboundTick = tick
+        audio.moveOutbound(to: tick)
         scratch.removeAll(keepingCapacity: true)
         audio.outbound.packet(payload: payload, csrcs: csrcs, csrcAudioLevels: csrcAudioLevels, into: &scratch)
         let reported = ReportedPacket(timestamp: audio.outbound.lastSentTimestamp ?? 0, payloadOctets: payload.count,
