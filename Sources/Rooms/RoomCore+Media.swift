@@ -32,6 +32,7 @@ extension RoomCore {
         step(at: time, &output) {
             let due = tickGrid.advance(at: time)
             roomLoad.note(dueTicks: due.count)
+            if due.count > 1 || due.dropped > 0 { RoomMetrics.lateTicks(caughtUp: due.count - 1, dropped: due.dropped) }
             for index in 0..<due.count {
                 audioTicksDue &+= 1
                 if let every = media?.faults.skipEveryNthAudioTick, every > 1, audioTicksDue % UInt64(every) == 0 {
@@ -186,6 +187,13 @@ enum RoomMetrics {
     /// One mix payload fanned out over lanes (`RoomCore+Lanes`): a room big enough for them.
     static func laneFanOut() {
         Counter(label: "chorus_room_lane_fanouts_total").increment()
+    }
+
+    /// Audio ticks run late (caught up on the grid) and dropped (the firing came too late to
+    /// catch up): a room falling behind shows here before its listeners hear the gaps.
+    static func lateTicks(caughtUp: Int, dropped: Int) {
+        if caughtUp > 0 { Counter(label: "chorus_room_audio_ticks_late_total").increment(by: caughtUp) }
+        if dropped > 0 { Counter(label: "chorus_room_audio_ticks_dropped_total").increment(by: dropped) }
     }
 
     static func handshakes(ok: Bool) {

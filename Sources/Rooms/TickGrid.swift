@@ -22,8 +22,10 @@ struct TickGrid: Sendable {
     }
 
     /// The ticks due at `now`: the grid time of the first and how many follow it, one period
-    /// apart (none, usually one, a few after a late firing).
-    mutating func advance(at now: MediaTime) -> (first: MediaTime, count: Int) {
+    /// apart (none, usually one, a few after a late firing), and how many grid ticks were
+    /// dropped because the firing came more than `maxCatchUp` periods late (each a 20 ms hole
+    /// in every mix stream's timing, so `/metrics` counts them).
+    mutating func advance(at now: MediaTime) -> (first: MediaTime, count: Int, dropped: Int) {
         let horizon = now.adding(nanoseconds: periodNanoseconds / 2)
         let first = next ?? now
         var due = first
@@ -33,8 +35,13 @@ struct TickGrid: Sendable {
             count += 1
         }
         // Still behind after catching up: restart the grid from now.
-        next = due <= now ? now.adding(nanoseconds: periodNanoseconds) : due
-        return (first, count)
+        guard due <= now else {
+            next = due
+            return (first, count, 0)
+        }
+        next = now.adding(nanoseconds: periodNanoseconds)
+        let dropped = Int((now.nanoseconds - due.nanoseconds) / periodNanoseconds) + 1
+        return (first, count, dropped)
     }
 
     /// Calls `tick` with the grid time of each tick due at `now`, in order.

@@ -44,4 +44,15 @@ struct TickGridTests {
         #expect(grid.next == Self.ms(520))
         #expect(run(&grid, at: 520) == [520])
     }
+
+    /// The grid ticks a restart skips are counted: 120 through 500 ms (20 ticks) after five
+    /// caught up; a late firing that catches up drops none.
+    @Test func aRestartCountsTheTicksItDrops() {
+        var grid = TickGrid(periodMilliseconds: 20)
+        _ = grid.advance(at: Self.ms(0))
+        let caughtUp = grid.advance(at: Self.ms(65))
+        #expect(caughtUp.count == 3 && caughtUp.dropped == 0)
+        let restarted = grid.advance(at: Self.ms(560))
+        #expect(restarted.count == 5 && restarted.dropped == 20)
+    }
 }
