@@ -5,6 +5,7 @@
 #ifndef CHORUS_COPUS_SHIM_H
 #define CHORUS_COPUS_SHIM_H
 #include <opus/opus.h>
+#include <string.h>
 
 // MARK: Encoder requests
 static inline int chorus_opus_encoder_set_bitrate(OpusEncoder *st, opus_int32 bitsPerSecond) {
@@ -51,6 +52,13 @@ static inline int chorus_opus_encoder_get_final_range(OpusEncoder *st, opus_uint
 }
 static inline int chorus_opus_encoder_reset_state(OpusEncoder *st) {
     return opus_encoder_ctl(st, OPUS_RESET_STATE);
+}
+/// Makes `destination` a copy of `source` (signal history and settings). libopus documents the
+/// encoder state as one position-independent block that can be copied; both must have been
+/// created by opus_encoder_create with the same channel count, which allocates
+/// opus_encoder_get_size(channels) bytes whatever the application.
+static inline void chorus_opus_encoder_copy_state(OpusEncoder *destination, const OpusEncoder *source, int channels) {
+    memcpy(destination, source, (size_t)opus_encoder_get_size(channels));
 }
 
 // MARK: Decoder requests

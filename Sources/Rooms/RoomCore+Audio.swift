@@ -11,6 +11,15 @@ import RTP
 /// restarted before it encodes again: its history (the lookahead's last milliseconds, SILK's
 /// pitch and gain state) is audio from before the gap, and carried into the first packet after
 /// it, that audio rang again, e.g. a talker's tone heard a second time 200 ms after it ended.
+///
+/// Except when its recipient heard the full mix's encode on the tick before (a listener that
+/// just became a speaker, or a speaker whose pause was sent the full mix): then the speaker's
+/// encoder continues the full mix encoder's stream (`continueFullStream`, a copy of its state
+/// from before this tick's encode), so the packets the recipient's decoder gets stay one
+/// continuous stream. A fresh encoder there broke it at every speaker's start and after every
+/// pause between its words. The other way (a speaker's pause starting, its stream going over
+/// to the full mix's encode) keeps a smaller break: the shared encoder cannot take over any
+/// one speaker's state.
 struct MixEncoders {
     enum Key: Hashable { case full, minusOne(CallID) }
 
@@ -25,10 +34,38 @@ struct MixEncoders {
     var fullSources: [CallID]?
     /// Distinct encodes done, for tests and metrics.
     var encodes: UInt64 = 0
+    /// Speakers' encoders started as a continuation of the full mix's stream, for tests.
+    var continuations: UInt64 = 0
+    /// The tick on which each speaker's mix was last sent as the full mix's encode.
+    var heardFullEncode: [CallID: UInt64] = [:]
 
     mutating func beginTick() {
         tick &+= 1
         fullSources = nil
+    }
+
+    /// Before this tick's full mix is encoded: each of `speakers` (this tick's own mixes; true
+    /// for one whose recipient was a listener on the last tick) whose recipient heard the full
+    /// mix's encode on the last tick, and whose own encoder did not encode then, gets its
+    /// encoder as a copy of the full mix encoder's state. Its encoder then counts as having
+    /// encoded the last tick, which it has in effect.
+    mutating func continueFullStream(for speakers: [(id: CallID, wasListener: Bool)], settings: AudioEncoding) {
+        let previous = tick &- 1
+        guard let full = encoders[.full], full.lastTick == previous else { return }
+        for speaker in speakers where speaker.wasListener || heardFullEncode[speaker.id] == previous {
+            let key = Key.minusOne(speaker.id)
+            if let own = encoders[key], own.lastTick == previous { continue }
+            guard let encoder = encoders[key]?.encoder ?? makeEncoder(settings),
+                  encoder.continueStream(of: full.encoder)
+            else { continue }
+            encoders[key] = (encoder, previous)
+            continuations &+= 1
+        }
+    }
+
+    /// Notes that a speaker's own mix went out as the full mix's encode this tick.
+    mutating func noteHeardFullEncode(_ id: CallID) {
+        heardFullEncode[id] = tick
     }
 
     /// The encoder of `key` for this tick: created on first use, restarted when it did not
@@ -39,16 +76,20 @@ struct MixEncoders {
             encoders[key]?.lastTick = tick
             return existing.encoder
         }
-        guard let created = try? OpusEncoder(bitrate: settings.bitrate, complexity: settings.complexity,
-                                             inbandFEC: true, mode: settings.mode)
-        else { return nil }
+        guard let created = makeEncoder(settings) else { return nil }
         encoders[key] = (created, tick)
         return created
+    }
+
+    private func makeEncoder(_ settings: AudioEncoding) -> OpusEncoder? {
+        try? OpusEncoder(bitrate: settings.bitrate, complexity: settings.complexity, inbandFEC: true,
+                         mode: settings.mode)
     }
 
     /// Forgets encoders of mixes that no longer exist.
     mutating func retain(_ keys: Set<Key>) {
         for key in encoders.keys where !keys.contains(key) { encoders.removeValue(forKey: key) }
+        for id in heardFullEncode.keys where !keys.contains(.minusOne(id)) { heardFullEncode.removeValue(forKey: id) }
     }
 }
 
@@ -106,6 +147,7 @@ extension RoomCore {
             return participant.audio.decodeHeldFrame().map { .int16($0) }
         }
         encoders.beginTick()
+        continueFullStream(into: tick.mixes)
         var live = Set<MixEncoders.Key>()
         for mix in tick.mixes {
             let key: MixEncoders.Key = if case .minusOne(let id) = mix.kind { .minusOne(id) } else { .full }
@@ -119,6 +161,20 @@ extension RoomCore {
             fullMixTap = nil
         }
         for event in tick.events { emitAudioEvent(event, now: now) }
+    }
+
+    /// The speakers whose own mix this tick continues the full mix's stream (see `MixEncoders`).
+    /// Only on a tick where such a mix exists: a speaker's start, or its pause's end.
+    private func continueFullStream(into mixes: ArraySlice<AudioMixerTick<CallID>.Mix>) {
+        var speakers: [(id: CallID, wasListener: Bool)] = []
+        for mix in mixes {
+            guard case .minusOne(let id) = mix.kind, !mix.isSilent,
+                  mix.startsFromFullMix || encoders.heardFullEncode[id] != nil
+            else { continue }
+            speakers.append((id, mix.startsFromFullMix))
+        }
+        guard !speakers.isEmpty else { return }
+        encoders.continueFullStream(for: speakers, settings: media?.audio ?? AudioEncoding())
     }
 
     /// Hands the mixer this tick's input for one participant (decoded in place: the participant
@@ -154,6 +210,7 @@ extension RoomCore {
             return
         }
         if key != .full, encoders.fullSources == mix.contributingSources {
+            if case .minusOne(let id) = key { encoders.noteHeardFullEncode(id) }
             encoders.fullPayload.withUnsafeBytes { deliver($0, mix: mix, to: recipients, relayed: false, now: now) }
             return
         }

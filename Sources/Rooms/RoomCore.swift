@@ -174,6 +174,8 @@ public final class RoomCore {
 
     /// Distinct encodes so far (tests check the per-tick bound through this).
     public var audioEncodeCount: UInt64 { encoders.encodes }
+    /// Speakers' own-mix encoders started as a continuation of the full mix's stream.
+    public var audioEncoderContinuations: UInt64 { encoders.continuations }
 }
 
 /// Errors a room's control calls can raise; the API maps each to a status and code.

@@ -173,6 +173,27 @@ struct OpusCodecTests {
         }
     }
 
+    /// The mixer's switch from the shared full mix to a speaker's own mix: an encoder that
+    /// continues another's stream encodes, from the same input, exactly the packets the other
+    /// would have (its state is a copy), while a fresh encoder does not.
+    @Test("an encoder continuing another's stream encodes what the other would have")
+    func continuedStreamIsTheSameStream() throws {
+        let original = try OpusEncoder(bitrate: 32_000, complexity: 5, expectedPacketLossPercent: 0)
+        _ = try encodeSine(original, frames: 25)
+        let continued = try OpusEncoder(bitrate: 32_000, complexity: 5, expectedPacketLossPercent: 0)
+        let fresh = try OpusEncoder(bitrate: 32_000, complexity: 5, expectedPacketLossPercent: 0)
+        #expect(continued.continueStream(of: original))
+        for index in 25..<35 {
+            let frame = Signal.sineFrame(index)
+            let expected = try original.encode(frame)
+            #expect(try continued.encode(frame) == expected, "frame \(index) differs from the original stream's")
+            if index == 25 { #expect(try fresh.encode(frame) != expected) }
+        }
+        #expect(!continued.continueStream(of: continued))
+        let celt = try OpusEncoder(mode: .celt)
+        #expect(!celt.continueStream(of: original), "a CELT-only encoder cannot continue a VoIP stream")
+    }
+
     @Test("DTX: silence encodes to frames of at most 2 bytes")
     func dtxFrames() throws {
         let encoder = try OpusEncoder(dtx: true)

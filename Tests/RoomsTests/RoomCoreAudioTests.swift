@@ -1,4 +1,5 @@
 import AudioMixer
+import Foundation
 import ChorusCore
 import ChorusTestSupport
 import Rooms
@@ -8,7 +9,7 @@ import Testing
 /// what each listener hears is decoded and measured (Goertzel), never assumed.
 @Suite("RoomCore audio on a simulated clock")
 struct RoomCoreAudioTests {
-    static let tones: [String: Double] = ["ann": 500, "bob": 900, "cid": 1_500]
+    static let tones: [String: Double] = ["ann": 500, "bob": 900, "cid": 1_500, "dan": 2_100]
 
     /// Joins `talkers` (each with its tone) and `listeners` (silent), runs `milliseconds` with
     /// everyone sending, and returns the room.
@@ -211,6 +212,71 @@ struct RoomCoreAudioTests {
         #expect(ann.allSatisfy { $0 < -50 }, "ann's tone rings again after the relayed stretch: \(ann) dBFS")
         let both = Spectrum.powerDB(of: Array(heard.suffix(500 * 48)), at: Self.tones["cid"]!)
         #expect(both > -30, "eve hears cid at \(both) dBFS")
+    }
+
+    /// A listener that starts talking gets its own mix from an encoder that continues the
+    /// full mix's stream (a copy of its state), so what it hears of the others goes on without
+    /// a break where it switches from the full mix to its own. Measured as the part of each
+    /// 20 ms that is not ann's and bob's tones (a least-squares fit of the two).
+    @Test func aNewSpeakersOwnMixContinuesTheFullMixStream() throws {
+        let room = try talk(talkers: ["ann", "bob"], listeners: ["cid", "dan"], milliseconds: 1_000)
+        let dan = try #require(room.peers["dan"])
+        let switchFrom = try PeerEar.heard(by: dan).count
+        let continuations = room.core.audioEncoderContinuations
+        room.say("dan", frequency: Self.tones["dan"])
+        room.talk(milliseconds: 1_000)
+        #expect(room.core.audioEncoderContinuations > continuations)
+        let heard = try PeerEar.heard(by: dan)
+        let residuals = stride(from: switchFrom - 10 * 960, to: heard.count - 960, by: 960).map { start in
+            Self.residualDB(Array(heard[start..<(start + 960)]), tones: [Self.tones["ann"]!, Self.tones["bob"]!])
+        }
+        let worst = try #require(residuals.max()), typical = residuals.sorted()[residuals.count / 2]
+        #expect(worst < typical + 6, "a break in dan's stream: \(residuals.map { Int($0) }) dB")
+    }
+
+    /// A speaker's pause between words (a few ticks of silence, the hangover keeps it a
+    /// speaker) is sent the full mix's encode; when it talks again, its own encoder continues
+    /// that stream, so what it hears of the others goes on without a break there (measured
+    /// before: a frame whose residual was -5 dB against -30 around it). The pause's start,
+    /// where the speaker's stream goes over to the full mix's encoder, still has a smaller one
+    /// (about -10 dB): that encoder cannot take a copy of any one speaker's state, and keeping
+    /// the speaker's own encoder for 1-5 more ticks did not remove it (-14 to -20 dB).
+    @Test func aSpeakersOwnMixAfterAPauseContinuesTheFullMixStream() throws {
+        let room = try talk(talkers: ["ann", "bob", "dan"], listeners: ["cid"], milliseconds: 1_000)
+        let dan = try #require(room.peers["dan"])
+        let pauseFrom = try PeerEar.heard(by: dan).count
+        let continuations = room.core.audioEncoderContinuations
+        room.say("dan", frequency: nil)
+        room.talk(milliseconds: 200)
+        let resumeFrom = try PeerEar.heard(by: dan).count
+        #expect(resumeFrom > pauseFrom + 8 * 960)
+        room.say("dan", frequency: Self.tones["dan"])
+        room.talk(milliseconds: 800)
+        #expect(room.core.audioEncoderContinuations > continuations)
+        let heard = try PeerEar.heard(by: dan)
+        let residuals = stride(from: resumeFrom - 2 * 960, to: heard.count - 960, by: 960).map { start in
+            Self.residualDB(Array(heard[start..<(start + 960)]), tones: [Self.tones["ann"]!, Self.tones["bob"]!])
+        }
+        let worst = try #require(residuals.max()), typical = residuals.sorted()[residuals.count / 2]
+        #expect(worst < typical + 6, "a break in dan's stream: \(residuals.map { Int($0) }) dB")
+    }
+
+    /// The power of what is left of `frame` after a least-squares fit of sines at `tones`
+    /// (each a whole number of cycles in the frame, so the fit is a projection), relative to
+    /// the frame's power, in dB.
+    static func residualDB(_ frame: [Int16], tones: [Double]) -> Double {
+        let x = frame.map { Double($0) }
+        var fit = [Double](repeating: 0, count: x.count)
+        for tone in tones {
+            let omega = 2 * Double.pi * tone / 48_000
+            let sine = x.indices.map { sin(omega * Double($0)) }, cosine = x.indices.map { cos(omega * Double($0)) }
+            let a = zip(x, sine).reduce(0) { $0 + $1.0 * $1.1 } * 2 / Double(x.count)
+            let b = zip(x, cosine).reduce(0) { $0 + $1.0 * $1.1 } * 2 / Double(x.count)
+            for index in fit.indices { fit[index] += a * sine[index] + b * cosine[index] }
+        }
+        let residual = zip(x, fit).reduce(0) { $0 + ($1.0 - $1.1) * ($1.0 - $1.1) }
+        let power = x.reduce(0) { $0 + $1 * $1 }
+        return 10 * log10(max(residual, 1e-9) / max(power, 1e-9))
     }
 
     @Test func theDominantSpeakerFollowsWhoTalks() throws {

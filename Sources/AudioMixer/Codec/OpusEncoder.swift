@@ -142,6 +142,25 @@ public final class OpusEncoder: AudioEncoder, @unchecked Sendable {
         }
     }
 
+    /// Continues `other`'s stream: this encoder takes a copy of its state, so the next packet
+    /// it encodes is the one `other` would have encoded from the same input. A receiver whose
+    /// decoder followed `other`'s packets can then be switched to this encoder without a
+    /// discontinuity (the mixer's case: a listener of the shared full mix that becomes a
+    /// speaker gets its own mix). This encoder's own settings are applied again after the copy.
+    /// False (nothing copied) when the two encoders differ in mode.
+    @discardableResult
+    public func continueStream(of other: OpusEncoder) -> Bool {
+        guard other !== self, other.mode == mode else { return false }
+        other.exclusive.run("OpusEncoder") {
+            exclusive.run("OpusEncoder") {
+                chorus_opus_encoder_copy_state(state, other.state, 1)
+                _ = chorus_opus_encoder_set_signal(state, OPUS_SIGNAL_VOICE)
+                applyAll()
+            }
+        }
+        return true
+    }
+
     // MARK: - Helpers
 
     /// Unchecked: callers run it inside `exclusive` (or in `init`, before anyone else has the encoder).
