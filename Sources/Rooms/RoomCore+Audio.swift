@@ -44,16 +44,19 @@ struct MixEncoders {
         fullSources = nil
     }
 
-    /// Before this tick's full mix is encoded: each of `speakers` (this tick's own mixes; true
-    /// for one whose recipient was a listener on the last tick) whose recipient heard the full
-    /// mix's encode on the last tick, and whose own encoder did not encode then, gets its
-    /// encoder as a copy of the full mix encoder's state. Its encoder then counts as having
-    /// encoded the last tick, which it has in effect.
-    mutating func continueFullStream(for speakers: [(id: CallID, wasListener: Bool)], settings: AudioEncoding) {
+    /// Before this tick's full mix is encoded: each speaker's own mix in `mixes` whose recipient
+    /// heard the full mix's encode on the last tick (it was a listener then, or its pause was
+    /// sent that encode), and whose own encoder did not encode then, gets its encoder as a copy
+    /// of the full mix encoder's state. Its encoder then counts as having encoded the last
+    /// tick, which it has in effect. Only a speaker's start or its pause's end copies anything.
+    mutating func continueFullStream(into mixes: ArraySlice<AudioMixerTick<CallID>.Mix>, settings: AudioEncoding) {
         let previous = tick &- 1
         guard let full = encoders[.full], full.lastTick == previous else { return }
-        for speaker in speakers where speaker.wasListener || heardFullEncode[speaker.id] == previous {
-            let key = Key.minusOne(speaker.id)
+        for mix in mixes {
+            guard case .minusOne(let id) = mix.kind, !mix.isSilent,
+                  mix.startsFromFullMix || heardFullEncode[id] == previous
+            else { continue }
+            let key = Key.minusOne(id)
             if let own = encoders[key], own.lastTick == previous { continue }
             guard let encoder = encoders[key]?.encoder ?? makeEncoder(settings),
                   encoder.continueStream(of: full.encoder)
@@ -147,7 +150,7 @@ extension RoomCore {
             return participant.audio.decodeHeldFrame().map { .int16($0) }
         }
         encoders.beginTick()
-        continueFullStream(into: tick.mixes)
+        encoders.continueFullStream(into: tick.mixes, settings: media?.audio ?? AudioEncoding())
         var live = Set<MixEncoders.Key>()
         for mix in tick.mixes {
             let key: MixEncoders.Key = if case .minusOne(let id) = mix.kind { .minusOne(id) } else { .full }
@@ -161,20 +164,6 @@ extension RoomCore {
             fullMixTap = nil
         }
         for event in tick.events { emitAudioEvent(event, now: now) }
-    }
-
-    /// The speakers whose own mix this tick continues the full mix's stream (see `MixEncoders`).
-    /// Only on a tick where such a mix exists: a speaker's start, or its pause's end.
-    private func continueFullStream(into mixes: ArraySlice<AudioMixerTick<CallID>.Mix>) {
-        var speakers: [(id: CallID, wasListener: Bool)] = []
-        for mix in mixes {
-            guard case .minusOne(let id) = mix.kind, !mix.isSilent,
-                  mix.startsFromFullMix || encoders.heardFullEncode[id] != nil
-            else { continue }
-            speakers.append((id, mix.startsFromFullMix))
-        }
-        guard !speakers.isEmpty else { return }
-        encoders.continueFullStream(for: speakers, settings: media?.audio ?? AudioEncoding())
     }
 
     /// Hands the mixer this tick's input for one participant (decoded in place: the participant
