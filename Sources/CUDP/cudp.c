@@ -10,16 +10,18 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cudp.h"
 
 enum { CHORUS_UDP_BATCH = 64 };
 
-// Room for one IPV6_PKTINFO (the larger of the two) per message, aligned as cmsghdr wants.
+// Room for one IPV6_PKTINFO (the larger of the two packet informations) and one
+// SCM_TIMESTAMPNS per message, aligned as cmsghdr wants.
 typedef union chorus_udp_control {
     struct cmsghdr align;
-    char bytes[CMSG_SPACE(sizeof(struct in6_pktinfo))];
+    char bytes[CMSG_SPACE(sizeof(struct in6_pktinfo)) + CMSG_SPACE(sizeof(struct timespec))];
 } chorus_udp_control;
 
 // Puts the datagram's source address, if it has one, in the message's ancillary data.
@@ -105,11 +107,17 @@ static uint64_t chorus_udp_big_endian(const uint8_t *bytes, size_t count) {
     return value;
 }
 
-// Copies the message's IP_PKTINFO or IPV6_PKTINFO, if it carries one, into `received`.
+// Copies the message's IP_PKTINFO or IPV6_PKTINFO, and its SCM_TIMESTAMPNS, if it carries
+// them, into `received`.
 static void chorus_udp_get_local(struct msghdr *message, chorus_udp_received *received) {
     received->local_family = 0;
+    received->arrival_ns = 0;
     for (struct cmsghdr *header = CMSG_FIRSTHDR(message); header != NULL; header = CMSG_NXTHDR(message, header)) {
-        if (header->cmsg_level == IPPROTO_IP && header->cmsg_type == IP_PKTINFO) {
+        if (header->cmsg_level == SOL_SOCKET && header->cmsg_type == SCM_TIMESTAMPNS) {
+            struct timespec stamp;
+            memcpy(&stamp, CMSG_DATA(header), sizeof(stamp));
+            received->arrival_ns = (uint64_t)stamp.tv_sec * 1000000000u + (uint64_t)stamp.tv_nsec;
+        } else if (header->cmsg_level == IPPROTO_IP && header->cmsg_type == IP_PKTINFO) {
             struct in_pktinfo info;
             memcpy(&info, CMSG_DATA(header), sizeof(info));
             received->local_high = (uint64_t)ntohl(info.ipi_addr.s_addr) << 32;
@@ -185,6 +193,30 @@ int chorus_udp_enable_packet_info(int fd, int is_ipv6) {
         return setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof one) == 0 ? 0 : -errno;
     }
     return setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof one) == 0 ? 0 : -errno;
+}
+
+int chorus_udp_enable_arrival_times(int fd) {
+    int one = 1;
+    return setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one) == 0 ? 0 : -errno;
+}
+
+uint64_t chorus_udp_realtime_ns(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+}
+
+int chorus_udp_sleep(int wake_fd, uint64_t timeout_ns) {
+    struct pollfd descriptor = {.fd = wake_fd, .events = POLLIN};
+    struct timespec timeout = {.tv_sec = (time_t)(timeout_ns / 1000000000u), .tv_nsec = (long)(timeout_ns % 1000000000u)};
+    int result = ppoll(&descriptor, 1, &timeout, NULL);
+    if (result < 0) return errno == EINTR ? 0 : -errno;
+    if (result > 0) {
+        uint64_t value;
+        (void)read(wake_fd, &value, sizeof value);
+        return 1;
+    }
+    return 0;
 }
 
 int chorus_udp_wait_readable(int fd, int wake_fd, int timeout_ms) {

@@ -46,10 +46,14 @@ public protocol DatagramReceiver: AnyObject, Sendable {
     /// handle them on its own thread instead of waking another; a busy reader says false and
     /// only hands datagrams over.
     func receive(_ datagrams: ArraySlice<ReceivedDatagram>, readerIsLight: Bool)
+    /// True when this receiver's datagrams should be handled on arrival (video is forwarded
+    /// then), not once per room tick: the socket's reader then stays prompt for a while.
+    var wantsPromptReads: Bool { get }
 }
 
 extension DatagramReceiver {
     public var handler: ObjectIdentifier { ObjectIdentifier(self) }
+    public var wantsPromptReads: Bool { false }
 }
 
 extension ReceivedDatagram {

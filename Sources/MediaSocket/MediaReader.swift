@@ -6,6 +6,8 @@ import Synchronization
 /// The media port's reader: a thread of its own that waits on the UDP socket (poll) and reads
 /// it with recvmmsg(2), 64 datagrams a call; routes each datagram (`DatagramRouter`) and hands
 /// each call's datagrams to their rooms, one call per room (`ReceivedDatagram.handOver`).
+/// When the port carries only audio and is not busy, it reads once per room tick instead of on
+/// each datagram (`ReadSchedule`); each datagram keeps its kernel arrival time either way.
 ///
 /// It replaced a SwiftNIO datagram channel, which per datagram made a `ByteBuffer`, an
 /// `AddressedEnvelope` and a `SocketAddress` (formatting the peer's host text with inet_ntop)
@@ -36,10 +38,13 @@ final class MediaReader: @unchecked Sendable {
     private var pending: [ReceivedDatagram] = []
     private var group: [ReceivedDatagram] = []
     private var handlers: [ObjectIdentifier?] = []
+    private var schedule = ReadSchedule()
 
     /// Takes ownership of `socket` (a bound, non-blocking UDP socket). With `locals`, the
     /// socket is asked for each datagram's local address (IP_PKTINFO / IPV6_PKTINFO).
     init(socket: Int32, isIPv6: Bool, router: DatagramRouter, locals: LocalAddressTable?) throws(MediaSocketError) {
+        let stamped = chorus_udp_enable_arrival_times(socket)
+        guard stamped == 0 else { throw .socket("arrival times on the UDP socket", -stamped) }
         if locals != nil {
             let result = chorus_udp_enable_packet_info(socket, isIPv6 ? 1 : 0)
             guard result == 0 else { throw .socket("packet information on the UDP socket", -result) }
@@ -86,7 +91,8 @@ final class MediaReader: @unchecked Sendable {
         close(socket)
     }
 
-    /// Reads while datagrams wait, then sleeps in poll until the socket is readable again.
+    /// Reads while datagrams wait, then sleeps: in poll until the socket is readable again, or,
+    /// while the schedule reads once per tick, until its next read point.
     private func run() {
         chorus_udp_name_thread("chorus-media-rx")
         while !stopping.load(ordering: .acquiring) {
@@ -98,14 +104,22 @@ final class MediaReader: @unchecked Sendable {
                 // An ICMP error queued on the socket surfaces once; a UDP server reads on.
                 MediaMetrics.drop("socket_error")
             }
-            if chorus_udp_wait_readable(socket, wake, -1) < 0 { usleep(1_000) }
+            let now = MediaTime.now().nanoseconds
+            if let next = schedule.nextRead(after: now) {
+                if chorus_udp_sleep(wake, next - now) < 0 { usleep(1_000) }
+            } else if chorus_udp_wait_readable(socket, wake, -1) < 0 {
+                usleep(1_000)
+            }
         }
     }
 
     /// Routes one call's datagrams and hands them over.
     private func handle(_ count: Int) {
         let now = MediaTime.now()
+        let clock = ArrivalClock(now: now, realtime: chorus_udp_realtime_ns())
+        let tickAligned = schedule.isTickAligned(at: now.nanoseconds)
         var bytesIn = 0
+        var prompt = false
         for index in 0..<count {
             let datagram = received[index]
             bytesIn += Int(datagram.length)
@@ -123,12 +137,17 @@ final class MediaReader: @unchecked Sendable {
                 MediaMetrics.drop("unroutable")
                 continue
             }
-            pending.append(ReceivedDatagram(receiver: receiver, datagram: bytes, source: source, time: now))
+            // RFC 7983: 20...63 is DTLS, whose handshake flights should not wait for a tick.
+            if receiver.wantsPromptReads || bytes.first.map({ (20...63).contains($0) }) == true { prompt = true }
+            pending.append(ReceivedDatagram(receiver: receiver, datagram: bytes, source: source,
+                                            time: clock.arrival(datagram.arrival_ns)))
         }
         MediaMetrics.datagramsIn.increment(by: count)
         MediaMetrics.bytesIn.increment(by: bytesIn)
-        ReceivedDatagram.handOver(&pending, readerIsLight: pending.count <= MediaSocket.lightRead, group: &group,
-                                  handlers: &handlers)
+        (tickAligned ? MediaMetrics.tickAlignedReads : MediaMetrics.promptReads).increment()
+        schedule.noteRead(count: count, prompt: prompt, full: count == Self.batch, at: now.nanoseconds)
+        let light = pending.count <= (tickAligned ? MediaSocket.tickAlignedLightRead : MediaSocket.lightRead)
+        ReceivedDatagram.handOver(&pending, readerIsLight: light, group: &group, handlers: &handlers)
     }
 
     /// The peer's address of a datagram read; nil for a family other than IPv4 and IPv6.
@@ -142,5 +161,18 @@ final class MediaReader: @unchecked Sendable {
         default:
             return nil
         }
+    }
+}
+
+/// Turns the kernel's arrival stamps (CLOCK_REALTIME) into the rooms' monotonic `MediaTime`,
+/// with both clocks read once per read. A stamp from the future, from more than a second ago
+/// (the wall clock was stepped) or missing counts as arriving now.
+struct ArrivalClock {
+    let now: MediaTime
+    let realtime: UInt64
+
+    func arrival(_ stamp: UInt64) -> MediaTime {
+        guard stamp != 0, stamp <= realtime, realtime - stamp < 1_000_000_000 else { return now }
+        return MediaTime(nanoseconds: now.nanoseconds - min(now.nanoseconds, realtime - stamp))
     }
 }

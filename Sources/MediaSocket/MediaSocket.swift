@@ -213,6 +213,10 @@ public final class MediaSocket: DatagramSink, Service {
     /// (`DatagramReceiver.receive`). Past it, traffic is dense enough that the rooms' worker
     /// threads are awake anyway, and the reader, which serves every room, only hands over.
     static let lightRead = 4
+    /// The same for a read once per tick (`ReadSchedule`): the reader has nothing else to do
+    /// until the next tick, and a small room's tick's worth is a few datagrams per participant
+    /// who talks.
+    static let tickAlignedLightRead = 32
 }
 
 /// The bound socket's reader and writer and the ICE-TCP channel, set once from `bind` and read
@@ -247,6 +251,9 @@ public enum MediaMetrics {
     static let datagramsOut = Counter(label: "chorus_media_datagrams_total", dimensions: [("direction", "out")])
     static let bytesIn = Counter(label: "chorus_media_bytes_total", dimensions: [("direction", "in")])
     static let bytesOut = Counter(label: "chorus_media_bytes_total", dimensions: [("direction", "out")])
+    /// Reads of the socket, by schedule: once per room tick, or on arrival (`ReadSchedule`).
+    static let tickAlignedReads = Counter(label: "chorus_media_reads_total", dimensions: [("schedule", "tick")])
+    static let promptReads = Counter(label: "chorus_media_reads_total", dimensions: [("schedule", "prompt")])
     static let droppedOut = Counter(label: "chorus_media_dropped_total", dimensions: [("reason", "unsendable")])
     /// Sends to an ICE-TCP peer whose connection is gone or which is not reading fast enough.
     static let droppedTCP = Counter(label: "chorus_media_dropped_total", dimensions: [("reason", "tcp_unwritable")])

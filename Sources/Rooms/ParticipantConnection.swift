@@ -20,6 +20,13 @@ final class ParticipantConnection: DatagramReceiver, @unchecked Sendable {
     let callId: CallID
     private weak var room: Room?
     private let executor: SerialQueueExecutor
+    /// Whether the participant sends or receives video (set by the room on its queue, read by
+    /// the socket's reader): its datagrams keep the reader prompt (`ReadSchedule`).
+    private let video = Atomic<Bool>(false)
+
+    var wantsPromptReads: Bool { video.load(ordering: .relaxed) }
+
+    func setHasVideo(_ hasVideo: Bool) { video.store(hasVideo, ordering: .relaxed) }
 
     init(callId: CallID, room: Room) {
         self.callId = callId
@@ -31,8 +38,10 @@ final class ParticipantConnection: DatagramReceiver, @unchecked Sendable {
     var handler: ObjectIdentifier { ObjectIdentifier(executor) }
 
     func receive(_ datagrams: ArraySlice<ReceivedDatagram>, readerIsLight: Bool) {
-        guard let room, let first = datagrams.first else { return }
-        if readerIsLight, first.time.nanoseconds < room.inlineUntil.load(ordering: .relaxed), executor.isIdle,
+        guard let room, !datagrams.isEmpty else { return }
+        // Now, not the first datagram's arrival: a read once per tick reads datagrams that came
+        // up to a tick ago.
+        if readerIsLight, MediaTime.now().nanoseconds < room.inlineUntil.load(ordering: .relaxed), executor.isIdle,
            !datagrams.contains(where: { PacketClass($0.datagram) == .dtls })
         {
             executor.queue.sync {

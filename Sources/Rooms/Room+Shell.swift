@@ -62,6 +62,7 @@ extension Room {
         switch change {
         case .register(let ufrag, let callId):
             let connection = ParticipantConnection(callId: callId, room: self)
+            connection.setHasVideo(core.participantHasVideo(callId))
             connections[callId] = connection
             routing.register(ufrag: ufrag, receiver: connection)
         case .bind(let address, let callId):
@@ -145,7 +146,10 @@ extension Room {
 
     /// A re-offer: restarts ICE when its credentials are new (see `RoomCore.renegotiate`).
     public func renegotiate(_ callId: CallID, offer: String) throws(RestartError) -> RestartAnswer {
-        defer { carryOut() }
+        defer {
+            carryOut()
+            connections[callId]?.setHasVideo(core.participantHasVideo(callId))
+        }
         return try core.renegotiate(callId, offer: offer, now: clock.now(), into: &output)
     }
 

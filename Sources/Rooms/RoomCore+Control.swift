@@ -9,6 +9,13 @@ extension RoomCore {
     /// The ICE ufrag the call's STUN is routed by now (new after each ICE restart).
     public func participantUfrag(_ callId: CallID) -> String? { participants[callId]?.ufrag }
 
+    /// True when the call publishes a camera or watches video slots: its datagrams are then
+    /// handled on arrival, not once per tick (the socket's `ReadSchedule`).
+    public func participantHasVideo(_ callId: CallID) -> Bool {
+        guard let participant = participants[callId] else { return false }
+        return participant.video.publisher != nil || !participant.video.slots.isEmpty
+    }
+
     public func participant(_ callId: CallID) -> ParticipantSnapshot? {
         participants[callId].map(snapshot)
     }

@@ -11,14 +11,21 @@ import Testing
 private final class ReceiverRouting: MediaRouting, @unchecked Sendable {
     private let lock = NIOLock()
     private var receivers: [String: any DatagramReceiver] = [:]
+    private var latest: (any DatagramReceiver)?
 
-    func register(ufrag: String, receiver: any DatagramReceiver) { lock.withLock { receivers[ufrag] = receiver } }
+    func register(ufrag: String, receiver: any DatagramReceiver) {
+        lock.withLock {
+            receivers[ufrag] = receiver
+            latest = receiver
+        }
+    }
     func bind(_ address: TransportAddress, to receiver: any DatagramReceiver) {}
     func unregister(ufrag: String) { _ = lock.withLock { receivers.removeValue(forKey: ufrag) } }
     func unbind(_ address: TransportAddress) {}
     func register(ssrc: SSRC, receiver: any DatagramReceiver) {}
     func unregister(ssrc: SSRC) {}
-    var any: (any DatagramReceiver)? { lock.withLock { receivers.values.first } }
+    /// The receiver registered last.
+    var any: (any DatagramReceiver)? { lock.withLock { latest } }
 }
 
 /// Records each datagram the room sends with the thread that sent it, and the batch sizes.
@@ -62,7 +69,7 @@ struct ParticipantConnectionTests {
 
     /// A room on the real clock (its ticks run), with one aiortc participant whose ICE check
     /// the test hands to the room's receiver the way the media port's reader does.
-    private func joinedPeer() async throws -> (Room, ClientPeer, any DatagramReceiver) {
+    private func joinedPeer(fixture: String = "aiortc-audio-only.sdp") async throws -> (Room, ClientPeer, any DatagramReceiver) {
         // Consent that outlasts the test run: on the real clock, a run whose tasks all wait
         // ~30 s for the two cores (measured in `make test` from a fresh clone) let the default
         // 30 s expire between the join and the first check, and the room dropped the participant.
@@ -72,7 +79,7 @@ struct ParticipantConnectionTests {
         let key = RoomKey(application: ApplicationKey(randomBytes: Array(repeating: 7, count: 16)),
                           room: try RoomID(validating: "inline"))
         let room = Room(key: key, settings: .defaults, logger: Logger(label: "test"), media: media)
-        let peer = try ClientPeer(name: "a", port: 40_000, seed: 3)
+        let peer = try ClientPeer(name: "a", port: 40_000, fixture: fixture, seed: 3)
         let answer = try await room.join(
             JoinRequest(callId: CallID(guid: ApplicationKey(randomBytes: Array(repeating: 9, count: 16)).rawValue),
                         userId: try UserID(validating: "a"), displayName: nil, offer: try peer.offer()))
@@ -93,6 +100,15 @@ struct ParticipantConnectionTests {
             return sent.count >= datagrams.count
         }
         return (sent.contains { pthread_equal($0.thread, caller) != 0 }, sent.map(\.datagram))
+    }
+
+    /// An audio-only participant's datagrams may wait for the next read before a tick; one
+    /// with video asks the media reader to read on arrival (video is forwarded then).
+    @Test func onlyAParticipantWithVideoWantsPromptReads() async throws {
+        let (_, _, audioOnly) = try await joinedPeer()
+        #expect(!audioOnly.wantsPromptReads)
+        let (_, _, withVideo) = try await joinedPeer(fixture: "aiortc-av-2slots.sdp")
+        #expect(withVideo.wantsPromptReads)
     }
 
     @Test func aLightReadsCheckIsAnsweredOnTheReadersThreadAndABusyReadsHops() async throws {

@@ -53,6 +53,8 @@ typedef struct chorus_udp_received {
     uint16_t peer_port;
     uint64_t peer_high;
     uint64_t peer_low;
+    /// When the kernel received it (CLOCK_REALTIME, ns) with arrival times enabled; 0 without.
+    uint64_t arrival_ns;
 } chorus_udp_received;
 
 /// Reads up to `count` (at most 64) datagrams from the non-blocking UDP socket `fd` with one
@@ -66,6 +68,14 @@ int chorus_udp_receive_batch(int fd, uint8_t *buffers, size_t slot_size, chorus_
 /// dual-stack socket's IPv4 datagrams carry as an IPv4-mapped address). Returns 0 or -errno.
 int chorus_udp_enable_packet_info(int fd, int is_ipv6);
 
+/// Asks the kernel to stamp each datagram with its arrival time (SO_TIMESTAMPNS), so a reader
+/// that reads late still knows when each datagram came. Returns 0 or -errno.
+int chorus_udp_enable_arrival_times(int fd);
+/// CLOCK_REALTIME in nanoseconds: the clock of `arrival_ns`.
+uint64_t chorus_udp_realtime_ns(void);
+/// Sleeps `timeout_ns` (with ppoll's nanosecond timeout), or until `wake_fd` is signalled.
+/// Returns 1 when woken, 0 when the time passed, -errno on error.
+int chorus_udp_sleep(int wake_fd, uint64_t timeout_ns);
 /// Waits until `fd` is readable or `wake_fd` (an eventfd) is signalled, at most `timeout_ms`
 /// (-1: no limit). Returns 1 when `fd` is readable, 0 when woken or timed out, -errno on error.
 int chorus_udp_wait_readable(int fd, int wake_fd, int timeout_ms);
