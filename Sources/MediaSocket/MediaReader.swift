@@ -137,8 +137,8 @@ final class MediaReader: @unchecked Sendable {
                 MediaMetrics.drop("unroutable")
                 continue
             }
-            // RFC 7983: 20...63 is DTLS, whose handshake flights should not wait for a tick.
-            if receiver.wantsPromptReads || bytes.first.map({ (20...63).contains($0) }) == true { prompt = true }
+            // A DTLS handshake's flights should not wait for a tick.
+            if receiver.wantsPromptReads || PacketClass(bytes) == .dtls { prompt = true }
             pending.append(ReceivedDatagram(receiver: receiver, datagram: bytes, source: source,
                                             time: clock.arrival(datagram.arrival_ns)))
         }

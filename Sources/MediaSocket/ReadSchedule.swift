@@ -37,14 +37,15 @@ struct ReadSchedule {
     /// Records one read: `count` datagrams, `prompt` when one of them needs prompt handling,
     /// `full` when it filled a recvmmsg batch.
     mutating func noteRead(count: Int, prompt: Bool, full: Bool, at now: UInt64) {
-        if prompt || full { promptUntil = max(promptUntil, now &+ Self.promptHold) }
-        if now &- windowStart >= Self.window || now < windowStart {
-            if windowCount >= Self.busyPerSecond { promptUntil = max(promptUntil, now &+ Self.promptHold) }
+        // A new window each second (wrapping subtraction: a clock that went back starts one too).
+        if now &- windowStart >= Self.window {
             windowStart = now
             windowCount = 0
         }
         windowCount += count
-        if windowCount >= Self.busyPerSecond { promptUntil = max(promptUntil, now &+ Self.promptHold) }
+        if prompt || full || windowCount >= Self.busyPerSecond {
+            promptUntil = max(promptUntil, now &+ Self.promptHold)
+        }
     }
 
     /// Whether reads are once per tick at `now`.
