@@ -219,9 +219,10 @@ int chorus_udp_sleep(int wake_fd, uint64_t timeout_ns) {
     return 0;
 }
 
-int chorus_udp_wait_readable(int fd, int wake_fd, int timeout_ms) {
+int chorus_udp_wait_readable(int fd, int wake_fd, int64_t timeout_ns) {
     struct pollfd descriptors[2] = {{.fd = fd, .events = POLLIN}, {.fd = wake_fd, .events = POLLIN}};
-    int result = poll(descriptors, 2, timeout_ms);
+    struct timespec timeout = {.tv_sec = (time_t)(timeout_ns / 1000000000), .tv_nsec = (long)(timeout_ns % 1000000000)};
+    int result = ppoll(descriptors, 2, timeout_ns < 0 ? NULL : &timeout, NULL);
     if (result < 0) return errno == EINTR ? 0 : -errno;
     if (descriptors[1].revents != 0) {
         uint64_t value;

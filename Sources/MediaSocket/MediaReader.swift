@@ -8,6 +8,8 @@ import Synchronization
 /// each call's datagrams to their rooms, one call per room (`ReceivedDatagram.handOver`).
 /// When the port carries only audio and is not busy, it reads once per room tick instead of on
 /// each datagram (`ReadSchedule`); each datagram keeps its kernel arrival time either way.
+/// Right after its read before each tick it fires the ticks of the rooms in its `TickList`
+/// (small rooms), so one wake-up serves both.
 ///
 /// It replaced a SwiftNIO datagram channel, which per datagram made a `ByteBuffer`, an
 /// `AddressedEnvelope` and a `SocketAddress` (formatting the peer's host text with inet_ntop)
@@ -16,8 +18,8 @@ import Synchronization
 /// one copy into the `[UInt8]` the rooms keep, and the counters are bumped once per call.
 ///
 /// Driven by `start()` and `stop()` (which joins the thread and then closes the socket, so no
-/// read runs on a closed or reused descriptor). `@unchecked Sendable`: the buffers and the
-/// scratch arrays are used only by the reader thread, between `start` and the join in `stop`;
+/// read runs on a closed or reused descriptor). `@unchecked Sendable`: the buffers, the
+/// scratch arrays, the schedule and the tick firing are used only by the reader thread, between `start` and the join in `stop`;
 /// everything else is immutable or atomic.
 final class MediaReader: @unchecked Sendable {
     /// The socket, owned: closed by `stop` after the thread is gone.
@@ -39,10 +41,15 @@ final class MediaReader: @unchecked Sendable {
     private var group: [ReceivedDatagram] = []
     private var handlers: [ObjectIdentifier?] = []
     private var schedule = ReadSchedule()
+    /// The rooms whose ticks this reader fires after its read before each tick, and the
+    /// reader thread's state of that firing.
+    private let tickList: TickList?
+    private var ticks: TickFiring?
 
     /// Takes ownership of `socket` (a bound, non-blocking UDP socket). With `locals`, the
     /// socket is asked for each datagram's local address (IP_PKTINFO / IPV6_PKTINFO).
-    init(socket: Int32, isIPv6: Bool, router: DatagramRouter, locals: LocalAddressTable?) throws(MediaSocketError) {
+    init(socket: Int32, isIPv6: Bool, router: DatagramRouter, locals: LocalAddressTable?,
+         ticks: TickList? = nil) throws(MediaSocketError) {
         let stamped = chorus_udp_enable_arrival_times(socket)
         guard stamped == 0 else { throw .socket("arrival times on the UDP socket", -stamped) }
         if locals != nil {
@@ -55,6 +62,8 @@ final class MediaReader: @unchecked Sendable {
         self.wake = wake
         self.router = router
         self.locals = locals
+        tickList = ticks
+        self.ticks = ticks.map(TickFiring.init)
         buffers = .allocate(capacity: Self.batch * Self.slotSize)
         received = .allocate(capacity: Self.batch)
         received.initialize(repeating: chorus_udp_received(), count: Self.batch)
@@ -86,28 +95,37 @@ final class MediaReader: @unchecked Sendable {
     /// Ends the reader thread, waits for it, and closes the socket. Idempotent.
     func stop() {
         guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        tickList?.setWaker(nil)
         chorus_udp_wake(wake)
         if let handle = thread.withLock({ $0 }) { pthread_join(handle, nil) }
         close(socket)
     }
 
-    /// Reads while datagrams wait, then sleeps: in poll until the socket is readable again, or,
-    /// while the schedule reads once per tick, until its next read point.
+    /// Reads while datagrams wait, fires the rooms' ticks when their point has come (after the
+    /// read, so a room has its datagrams before its tick), then sleeps: in poll until the socket
+    /// is readable again or the next ticks are due, or, while the schedule reads once per tick,
+    /// until its next read point (where the ticks are due as well).
     private func run() {
         chorus_udp_name_thread("chorus-media-rx")
+        let wake = self.wake
+        tickList?.setWaker { chorus_udp_wake(wake) }
         while !stopping.load(ordering: .acquiring) {
             let count = chorus_udp_receive_batch(socket, buffers, Self.slotSize, received, Self.batch)
             if count > 0 {
                 handle(Int(count))
-                if Int(count) == Self.batch { continue }  // more may be waiting
             } else if count < 0 {
                 // An ICMP error queued on the socket surfaces once; a UDP server reads on.
                 MediaMetrics.drop("socket_error")
             }
-            let now = MediaTime.now().nanoseconds
+            var now = MediaTime.now().nanoseconds
+            ticks?.fireIfDue(now: now) { MediaTime.now().nanoseconds }
+            if Int(count) == Self.batch { continue }  // more may be waiting
+            now = MediaTime.now().nanoseconds
+            // A firing that ran past its next point fires again at once (a zero wait).
+            let tickWait = ticks?.isActive() == true ? ticks.map { $0.next > now ? $0.next - now : 0 } : nil
             if let next = schedule.nextRead(after: now) {
-                if chorus_udp_sleep(wake, next - now) < 0 { usleep(1_000) }
-            } else if chorus_udp_wait_readable(socket, wake, -1) < 0 {
+                if chorus_udp_sleep(wake, min(next - now, tickWait ?? .max)) < 0 { usleep(1_000) }
+            } else if chorus_udp_wait_readable(socket, wake, tickWait.map { Int64($0) } ?? -1) < 0 {
                 usleep(1_000)
             }
         }

@@ -35,6 +35,9 @@ public final class MediaSocket: DatagramSink, Service {
     private let group: any EventLoopGroup
     private let bound: BoundMediaSocket
     let tcp: MediaTCPListener?
+    /// The rooms whose 20 ms ticks the reader fires, after its read before each tick (rooms
+    /// added before `bind` start ticking once the reader runs).
+    public let ticks = TickList()
 
     public convenience init(host: String, port: Int, tcpPort: TCPPort = .off, router: DatagramRouter,
                             logger: Logger, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) {
@@ -96,7 +99,7 @@ public final class MediaSocket: DatagramSink, Service {
         let writer: DirectDatagramWriter
         do {
             writer = try DirectDatagramWriter(duplicating: socket, isIPv6: isIPv6, locals: locals)
-            reader = try MediaReader(socket: socket, isIPv6: isIPv6, router: router, locals: locals)
+            reader = try MediaReader(socket: socket, isIPv6: isIPv6, router: router, locals: locals, ticks: ticks)
         } catch {
             close(socket)
             throw error

@@ -54,8 +54,13 @@ struct ReadSchedule {
     /// When to read next, as seen at `now`: nil to read as soon as a datagram waits; otherwise
     /// the next read point, `lead` before a tick and later than `now`.
     func nextRead(after now: UInt64) -> UInt64? {
-        guard isTickAligned(at: now) else { return nil }
-        let tick = (now / Self.period + 1) * Self.period
-        return tick - Self.lead > now ? tick - Self.lead : tick + Self.period - Self.lead
+        isTickAligned(at: now) ? Self.readPoint(after: now) : nil
+    }
+
+    /// The first read point (`lead` before a tick of the grid) later than `now`; the reader
+    /// fires the rooms' ticks there as well (`TickFiring`), right after its read.
+    static func readPoint(after now: UInt64) -> UInt64 {
+        let tick = (now / period + 1) * period
+        return tick - lead > now ? tick - lead : tick + period - lead
     }
 }

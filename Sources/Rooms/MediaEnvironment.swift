@@ -29,14 +29,19 @@ public struct MediaEnvironment: Sendable {
     public let lanes: Int
     /// Faults committed on purpose for tests (`RoomFaults`; none by default).
     public let faults: RoomFaults
+    /// What fires the ticks of rooms small enough to tick on another thread's wake-up (the
+    /// media port's reader, `Room+Ticks`); nil: every room ticks on a timer of its own.
+    public let ticks: (any TickSource)?
 
     public init(dtls: DTLSContext, sink: any DatagramSink, routing: any MediaRouting, candidateAddress: String,
                 candidatePort: UInt16, candidateTCPPort: UInt16? = nil, additionalCandidateAddresses: [String] = [],
                 audio: AudioEncoding = AudioEncoding(),
                 clock: any RoomClock = SystemRoomClock(),
                 consentTimeoutNanoseconds: UInt64 = ConsentFreshness.defaultTimeoutNanoseconds,
-                lanes: Int = ProcessInfo.processInfo.activeProcessorCount, faults: RoomFaults = RoomFaults()) {
+                lanes: Int = ProcessInfo.processInfo.activeProcessorCount, ticks: (any TickSource)? = nil,
+                faults: RoomFaults = RoomFaults()) {
         self.lanes = max(1, lanes)
+        self.ticks = ticks
         self.faults = faults
         self.audio = audio
         self.consentTimeoutNanoseconds = consentTimeoutNanoseconds

@@ -27,10 +27,7 @@ extension Room {
         sendLaneBatches()
         writeRecording()
         output.removeAll()
-        if !core.needsTicks, let timer {
-            timer.cancel()
-            self.timer = nil
-        }
+        if !core.needsTicks { stopTicks() }
     }
 
     /// A fanned-out step's batches (`RoomCore+Lanes`), each handed to its lane's sender
@@ -87,33 +84,6 @@ extension Room {
         let date = core.wallClock.date(at: event.at)
         let logged = log.append(event.name, event.fields, at: date)
         observer?(key, logged)
-    }
-
-    func startTimerIfNeeded() {
-        guard timer == nil, core.needsTicks else { return }
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        // Every room ticks on one process-wide 20 ms grid: Dispatch then fires all rooms' timers
-        // in one wake-up of its timer thread, and the worker threads run the rooms' ticks back
-        // to back instead of waking for each room at its own phase.
-        let period = UInt64(RoomCore.tickMilliseconds) * 1_000_000
-        let first = (DispatchTime.now().uptimeNanoseconds / period + 1) * period
-        timer.schedule(deadline: DispatchTime(uptimeNanoseconds: first),
-                       repeating: .milliseconds(RoomCore.tickMilliseconds), leeway: .milliseconds(1))
-        timer.setEventHandler { [weak self, executor] in
-            executor.counted { self?.assumeIsolated { $0.runTicks() } }
-        }
-        timer.resume()
-        self.timer = timer
-    }
-
-    /// One timer firing: the core's tick at the clock's `now`.
-    func runTicks() {
-        core.tick(now: clock.now(), into: &output)
-        carryOut()
-        let next = core.tickGrid.next?.nanoseconds ?? 0
-        let small = connections.count < Self.inlineDatagramLimit
-        inlineUntil.store(small && next > Self.inlineGuardNanoseconds ? next - Self.inlineGuardNanoseconds : 0,
-                          ordering: .relaxed)
     }
 
     // MARK: control calls, delegated to the core at the clock's `now`

@@ -32,14 +32,18 @@ public actor Room {
     var output = RoomOutput()
     /// The router's handle on each participant (hops datagrams onto this room's queue).
     var connections: [CallID: ParticipantConnection] = [:]
+    /// The room's own tick timer (`Room+Ticks`): a big room's, or any room's without a tick source.
     var timer: (any DispatchSourceTimer)?
+    /// The tick source's handle on this room while the source fires its ticks (`Room+Ticks`).
+    var ticker: RoomTicker?
     /// Until when (a `MediaTime` in nanoseconds) the socket's reader may run this room's
     /// datagrams on its own thread (`ParticipantConnection`): a little before the room's next
     /// tick is due, because from then on the tick's firing is pending on the queue (which
     /// `SerialQueueExecutor.isIdle` cannot see) and the reader would wait behind it, and behind
     /// every other room's tick the workers run first. Zero for a room of `inlineDatagramLimit`
-    /// participants or more, and before the first tick. Written on the room's queue after each
-    /// tick, read by the reader.
+    /// participants or more, and before the first tick; no limit while the reader fires the
+    /// room's ticks itself (`Room+Ticks`). Written on the room's queue after each tick, read by
+    /// the reader.
     nonisolated let inlineUntil = Atomic<UInt64>(0)
     /// A room this big has ticks of a millisecond or more, which the reader would wait behind.
     static let inlineDatagramLimit = 100
@@ -66,8 +70,9 @@ public actor Room {
     }
 
     isolated deinit {
-        // A resumed dispatch source outlives its owner unless cancelled.
-        timer?.cancel()
+        // A resumed dispatch source outlives its owner unless cancelled; the tick source would
+        // keep the handle until its next firing.
+        stopTicks()
     }
 
     /// The queue the room's work runs on.
@@ -89,8 +94,7 @@ public actor Room {
     public func close(cause: EndCause = .roomClosed) -> Bool {
         guard core.close(cause: cause, now: clock.now(), into: &output) else { return false }
         carryOut()
-        timer?.cancel()
-        timer = nil
+        stopTicks()
         log.finishAll()
         logger.info("room stopped")
         return true

@@ -129,7 +129,7 @@ struct Serve: AsyncParsableCommand {
             candidateAddress: announced, candidatePort: UInt16(boundMedia),
             candidateTCPPort: socket.boundTCPPort.map { UInt16($0) }, additionalCandidateAddresses: Array(addresses.dropFirst()),
             audio: try audioEncoding(),
-            consentTimeoutNanoseconds: UInt64(consent * 1e9), lanes: lanes,
+            consentTimeoutNanoseconds: UInt64(consent * 1e9), lanes: lanes, ticks: socket.ticks,
             faults: RoomFaults.fromEnvironment(ProcessInfo.processInfo.environment))
         let recorder = CallRecorder(database: db, logger: logger)
         let registry = RoomRegistry(logger: logger, media: mediaEnvironment, observer: recorder.observer)

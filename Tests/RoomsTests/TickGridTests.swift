@@ -15,15 +15,29 @@ struct TickGridTests {
         return ticks
     }
 
-    /// A first firing 0.3 ms late anchors the grid; later firings 0.1 ms late each still run
-    /// exactly their own tick (before, each of them ran none and the next ran two).
+    /// A first firing 0.5 ms late runs its grid tick; later firings 0.1 to 0.9 ms late each
+    /// still run exactly their own tick (before the half-period rule, a firing less late than
+    /// the first ran none and the next ran two).
     @Test func lessLateFiringsRunTheirTick() {
         var grid = TickGrid(periodMilliseconds: 20)
-        #expect(run(&grid, at: 1_000.3) == [1_000.3])
+        #expect(run(&grid, at: 1_000.5) == [1_000])
         for k in 1...50 {
-            let lateness = k % 2 == 0 ? 0.1 : 0.5
-            #expect(run(&grid, at: 1_000 + 20 * Double(k) + lateness) == [1_000.3 + 20 * Double(k)])
+            let lateness = k % 2 == 0 ? 0.1 : 0.9
+            #expect(run(&grid, at: 1_000 + 20 * Double(k) + lateness) == [1_000 + 20 * Double(k)])
         }
+    }
+
+    /// The grid lies on multiples of the period whatever the first firing's phase: a firing 3 ms
+    /// early (the media port's reader fires there) runs the coming grid tick, one 7 ms late the
+    /// past one, and the firings after them run one tick each.
+    @Test func theGridLiesOnMultiplesOfThePeriod() {
+        var early = TickGrid(periodMilliseconds: 20)
+        #expect(run(&early, at: 997) == [1_000])
+        #expect(run(&early, at: 1_017) == [1_020])
+        #expect(early.next == Self.ms(1_040))
+        var late = TickGrid(periodMilliseconds: 20)
+        #expect(run(&late, at: 1_007) == [1_000])
+        #expect(run(&late, at: 1_017) == [1_020])
     }
 
     /// A firing 45 ms late runs the two missed ticks and its own, on the grid; the next
@@ -36,11 +50,12 @@ struct TickGridTests {
         #expect(run(&grid, at: 81) == [])
     }
 
-    /// More than five ticks behind: five run, then the grid restarts from the firing's time.
+    /// More than five ticks behind: five run, then the grid restarts at the firing's time, on
+    /// the grid's multiples.
     @Test func hopelesslyBehindRestarts() {
         var grid = TickGrid(periodMilliseconds: 20)
         #expect(run(&grid, at: 0) == [0])
-        #expect(run(&grid, at: 500) == [20, 40, 60, 80, 100])
+        #expect(run(&grid, at: 503) == [20, 40, 60, 80, 100])
         #expect(grid.next == Self.ms(520))
         #expect(run(&grid, at: 520) == [520])
     }

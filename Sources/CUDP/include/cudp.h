@@ -76,9 +76,10 @@ uint64_t chorus_udp_realtime_ns(void);
 /// Sleeps `timeout_ns` (with ppoll's nanosecond timeout), or until `wake_fd` is signalled.
 /// Returns 1 when woken, 0 when the time passed, -errno on error.
 int chorus_udp_sleep(int wake_fd, uint64_t timeout_ns);
-/// Waits until `fd` is readable or `wake_fd` (an eventfd) is signalled, at most `timeout_ms`
-/// (-1: no limit). Returns 1 when `fd` is readable, 0 when woken or timed out, -errno on error.
-int chorus_udp_wait_readable(int fd, int wake_fd, int timeout_ms);
+/// Waits until `fd` is readable or `wake_fd` (an eventfd) is signalled, at most `timeout_ns`
+/// (negative: no limit; ppoll's nanosecond timeout, so a wait for the next tick ends on time).
+/// Returns 1 when `fd` is readable, 0 when woken or timed out, -errno on error.
+int chorus_udp_wait_readable(int fd, int wake_fd, int64_t timeout_ns);
 
 /// A non-blocking, close-on-exec eventfd that `chorus_udp_wake` signals; -errno on error.
 int chorus_udp_wake_descriptor(void);

@@ -1,0 +1,115 @@
+import ChorusCore
+import ChorusTestSupport
+import Glibc
+import Logging
+import NIOConcurrencyHelpers
+import Testing
+
+@testable import MediaSocket
+
+/// The media port's reader fires the ticks of the rooms in its `TickList`: once per 20 ms grid
+/// point, at its read before the tick and after that read's hand-overs, on its own thread.
+@Suite("Media socket: the reader fires the rooms' ticks")
+struct TickListTests {
+    /// One log of what the reader did, in order: hand-overs and firings, with their times.
+    final class Log: Sendable {
+        enum Entry { case handOver(MediaTime), fire(MediaTime, inline: Bool) }
+        let entries = NIOLockedValueBox<[Entry]>([])
+        func append(_ entry: Entry) { entries.withLockedValue { $0.append(entry) } }
+        var fires: [(at: MediaTime, inline: Bool)] {
+            entries.withLockedValue { $0.compactMap { if case .fire(let at, let inline) = $0 { (at, inline) } else { nil } } }
+        }
+    }
+
+    final class Room: DatagramReceiver, TickReceiver {
+        let log: Log
+        let wantsPromptReads: Bool
+        /// Fires after which the room says it is gone (nil: never).
+        let lifetime: Int?
+        private let fired = NIOLockedValueBox(0)
+        init(log: Log, prompt: Bool = false, lifetime: Int? = nil) {
+            self.log = log
+            wantsPromptReads = prompt
+            self.lifetime = lifetime
+        }
+        func receive(_ batch: ArraySlice<ReceivedDatagram>, readerIsLight: Bool) { log.append(.handOver(.now())) }
+        func fire(mayRunInline: Bool) -> Bool {
+            let count = fired.withLockedValue { $0 += 1; return $0 }
+            if let lifetime, count > lifetime { return false }
+            log.append(.fire(.now(), inline: mayRunInline))
+            return true
+        }
+    }
+
+    /// A bound socket whose router sends SSRC 7 to `room`, and a peer sending to it.
+    func socket(for room: Room) async throws -> (MediaSocket, MediaSocketBaseTests.Peer, UInt16) {
+        let router = DatagramRouter()
+        router.register(ssrc: SSRC(7), receiver: room)
+        let socket = MediaSocket(host: "127.0.0.1", port: 0, router: router, logger: Logger(label: "test"))
+        let port = UInt16(try await socket.bind())
+        return (socket, try MediaSocketBaseTests.Peer(), port)
+    }
+
+    static func phase(_ time: MediaTime) -> Double { Double(time.nanoseconds % ReadSchedule.period) / 1e6 }
+
+    /// Over 100 ms of audio-only traffic the room's tick fires once per 20 ms grid point, at the read
+    /// point before each grid tick, on the reader's time budget, and right after the read's
+    /// hand-over (one wake-up for both). Fails if the ticks are not fired, fired off the grid,
+    /// or before the read.
+    @Test func ticksFireAtTheReadPointAfterTheRead() async throws {
+        let log = Log()
+        let room = Room(log: log)
+        let (socket, peer, port) = try await socket(for: room)
+        defer { Task { await socket.closeAll() } }
+        let start = MediaTime.now()
+        socket.ticks.add(room)
+        for index in 0..<50 {
+            peer.send(MediaReaderTests.rtp(index), to: "127.0.0.1", port: port)
+            usleep(2_000)
+        }
+        try await Task.sleep(for: .milliseconds(30))
+        socket.ticks.remove(room)
+        let points = Int((MediaTime.now().nanoseconds - start.nanoseconds) / ReadSchedule.period)
+        let fires = log.fires
+        #expect(fires.count >= 5 && fires.count <= points + 2, "\(fires.count) firings over \(points) grid points")
+        #expect(fires.allSatisfy { $0.inline })
+        let phases = fires.map { Self.phase($0.at) }.sorted()
+        let readPoint = Double(ReadSchedule.period - ReadSchedule.lead) / 1e6
+        #expect(phases[phases.count / 2] >= readPoint && phases[phases.count / 2] < readPoint + 2.5, "\(phases)")
+        // Each hand-over of a read before a tick is followed by that tick's firing.
+        let entries = log.entries.withLockedValue { $0 }
+        var followed = 0
+        var handOvers = 0
+        for (index, entry) in entries.enumerated() {
+            guard case .handOver(let at) = entry else { continue }
+            handOvers += 1
+            if index + 1 < entries.count, case .fire(let fired, _) = entries[index + 1],
+               fired.nanoseconds - at.nanoseconds < 1_000_000 { followed += 1 }
+        }
+        #expect(handOvers >= 4 && followed >= handOvers - 2, "\(followed) of \(handOvers) hand-overs followed by a firing")
+    }
+
+    /// A room added while the reader waits on a prompt socket (a video participant's datagram
+    /// came) starts ticking at once and then once per tick, not in a busy loop; a room that says
+    /// it is gone is dropped from the list.
+    @Test func anAddedRoomTicksOnTimeAndAGoneOneIsDropped() async throws {
+        let log = Log()
+        let room = Room(log: log, prompt: true, lifetime: 8)
+        let (socket, peer, port) = try await socket(for: room)
+        defer { Task { await socket.closeAll() } }
+        peer.send(MediaReaderTests.rtp(0), to: "127.0.0.1", port: port)
+        try await eventually { log.entries.withLockedValue { !$0.isEmpty } }
+        try await Task.sleep(for: .milliseconds(50))
+        let added = MediaTime.now()
+        socket.ticks.add(room)
+        try await eventually { log.fires.count >= 1 }
+        let first = try #require(log.fires.first).at
+        #expect(first.nanoseconds - added.nanoseconds < 15_000_000, "first firing after the add")
+        try await eventually { socket.ticks.count == 0 }
+        let fires = log.fires
+        #expect(fires.count == 8)
+        // One firing per grid point: ~20 ms apart after the first.
+        let gaps = zip(fires.dropFirst(), fires.dropFirst(2)).map { Double($1.at.nanoseconds - $0.at.nanoseconds) / 1e6 }
+        #expect(gaps.allSatisfy { $0 > 10 } && gaps.reduce(0, +) / Double(gaps.count) < 30, "gaps \(gaps)")
+    }
+}
