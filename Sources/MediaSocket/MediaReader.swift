@@ -19,8 +19,8 @@ import Synchronization
 ///
 /// Driven by `start()` and `stop()` (which joins the thread and then closes the socket, so no
 /// read runs on a closed or reused descriptor). `@unchecked Sendable`: the buffers, the
-/// scratch arrays, the schedule and the tick firing are used only by the reader thread, between `start` and the join in `stop`;
-/// everything else is immutable or atomic.
+/// scratch arrays, the schedule and the tick firing are used only by the reader thread,
+/// between `start` and the join in `stop`; everything else is immutable or atomic.
 final class MediaReader: @unchecked Sendable {
     /// The socket, owned: closed by `stop` after the thread is gone.
     let socket: Int32

@@ -5,7 +5,7 @@ import Synchronization
 /// point right after its read before the tick (`ReadSchedule.lead`). Rooms add and remove
 /// themselves from their queues; the reader takes a copy of the list only when it changed.
 ///
-/// Driven by `add`/`remove` (any thread), `fire(now:budget:)` (the reader thread) and the
+/// Driven by `add`/`remove` (any thread), `TickFiring` (the reader thread) and the
 /// waker the reader installs, which ends the reader's wait so a room's first tick is on time.
 public final class TickList: TickSource {
     private let receivers = Mutex<[ObjectIdentifier: any TickReceiver]>([:])

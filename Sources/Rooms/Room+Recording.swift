@@ -125,7 +125,7 @@ extension Room {
         }
         recordingFiles = RecordingFiles(mix: file, tracksDirectory: (path as NSString).deletingPathExtension)
         carryOut()
-        startTimerIfNeeded()
+        startTicksIfNeeded()
     }
 
     /// Stops the recording in progress: its last pages are written, the files synced and
@@ -165,7 +165,7 @@ extension Room {
     /// Starts an RTP forward of the room's full mix (`RoomCore+Forwarding`).
     public func addForwarder(_ request: ForwarderRequest) throws {
         try core.addForwarder(request)
-        startTimerIfNeeded()
+        startTicksIfNeeded()
     }
 
     @discardableResult

@@ -88,11 +88,11 @@ extension Room {
 
     // MARK: control calls, delegated to the core at the clock's `now`
 
-    /// Admits a participant (see `RoomCore.join`) and starts the room's timer.
+    /// Admits a participant (see `RoomCore.join`) and starts the room's ticks.
     public func join(_ request: JoinRequest) throws(JoinError) -> JoinAnswer {
         let answer = try core.join(request, now: clock.now(), into: &output)
         carryOut()
-        startTimerIfNeeded()
+        startTicksIfNeeded()
         return answer
     }
 

@@ -8,9 +8,9 @@ extension Room {
     /// the media environment's `TickSource` (the port's reader, right after its read before
     /// each tick: no wake-up of its own), a bigger one, or one without a source, by a timer on
     /// its queue. A room on the border may briefly have both: the tick grid runs each tick once.
-    func startTimerIfNeeded() {
+    func startTicksIfNeeded() {
         guard core.needsTicks else { return }
-        if let source = media?.ticks, connections.count < Self.inlineDatagramLimit {
+        if let source = media?.ticks, ticksFromSource {
             if ticker == nil {
                 let ticker = RoomTicker(room: self)
                 self.ticker = ticker
@@ -22,6 +22,9 @@ extension Room {
             stopTicker()
         }
     }
+
+    /// Whether the tick source is this room's driver: it has one, and the room is small.
+    private var ticksFromSource: Bool { media?.ticks != nil && connections.count < Self.inlineDatagramLimit }
 
     /// Stops every tick driver: the room has nothing to tick for, or is closed.
     func stopTicks() {
@@ -62,7 +65,7 @@ extension Room {
         carryOut()
         let small = connections.count < Self.inlineDatagramLimit
         // The room may have grown past (or shrunk below) the size its driver is for.
-        if (ticker != nil) != (small && media?.ticks != nil) { startTimerIfNeeded() }
+        if (ticker != nil) != ticksFromSource { startTicksIfNeeded() }
         inlineUntil.store(inlineLimit(small: small), ordering: .relaxed)
     }
 
