@@ -24,9 +24,12 @@ public final class AudioTickScenario {
     private var microphones: [PeerMicrophone]
     private var tickIndex = 0
 
-    public init(participants: Int) throws {
+    /// `lanes` above 1 spreads the big room's per-member work as the server does on that many
+    /// cores (`RoomCore+Lanes`); the lanes' threads are `concurrentPerform`'s.
+    public init(participants: Int, lanes: Int = 1) throws {
         self.participants = max(participants, Self.talkers + 1)
-        room = try ConnectedRoom(settings: RoomSettings(maxParticipants: self.participants, mixedSpeakers: 3, videoSlots: 0))
+        room = try ConnectedRoom(settings: RoomSettings(maxParticipants: self.participants, mixedSpeakers: 3, videoSlots: 0),
+                                 lanes: lanes)
         microphones = try (0..<self.participants).map { index in
             try PeerMicrophone(frequency: index < Self.talkers ? 300 + 200 * Double(index) : nil)
         }

@@ -24,11 +24,11 @@ public final class ConnectedRoom {
     private var calls: [TransportAddress: CallID] = [:]
     private var peersByAddress: [TransportAddress: ClientPeer] = [:]
 
-    init(settings: RoomSettings) throws {
+    init(settings: RoomSettings, lanes: Int = 1) throws {
         let key = RoomKey(application: ApplicationKey(randomBytes: Array(repeating: 7, count: 16)),
                           room: try RoomID(validating: "bench"))
         let media = RoomCore.Media(dtls: try DTLSContext(certificate: DTLSCertificate()),
-                                   candidateAddress: "10.0.0.1", candidatePort: 3478)
+                                   candidateAddress: "10.0.0.1", candidatePort: 3478, lanes: lanes)
         core = RoomCore(key: key, settings: settings, media: media,
                         wallClock: WallClock(reference: now, date: Date(timeIntervalSince1970: 1_800_000_000)),
                         logger: Logger(label: "bench-room"))

@@ -5,6 +5,8 @@ import Foundation
 // `AudioTickScenario` (three talkers, the rest silent in DTX), builds the ticks' packets, then
 // runs the ticks. `make bench-instructions` (Benchmarks/Instructions/count.sh) runs it under
 // callgrind with collection on only inside `AudioTickScenario.run`, and divides by the ticks.
+// TICK_LANES=L (environment) spreads the room's per-member work over L lanes, as the server does
+// on L cores; `perf stat` of the whole run, less a --build-only run, then counts both lanes.
 let arguments = CommandLine.arguments
 // --build-only: set up and build the steps' packets, run none (what count.sh subtracts, since
 // callgrind records calls to the allocator outside the measured window too).
@@ -16,11 +18,18 @@ else {
     exit(2)
 }
 do {
-    let scenario = try AudioTickScenario(participants: participants)
+    let lanes = ProcessInfo.processInfo.environment["TICK_LANES"].flatMap(Int.init) ?? 1
+    let scenario = try AudioTickScenario(participants: participants, lanes: lanes)
     let ticks = scenario.ticks(count: count)
     var sent = 0
+    // Wall time and the process's CPU time (every lane's thread) of the ticks, per tick: for
+    // comparing builds natively; noisy on a shared machine, so compare interleaved runs.
+    let (wallStart, cpuStart) = (DispatchTime.now().uptimeNanoseconds, clock())
     if !buildOnly { for tick in ticks { sent += scenario.run(tick) } }
-    print("\(participants) participants: \(count) ticks, \(sent) datagrams sent")
+    let wall = Double(DispatchTime.now().uptimeNanoseconds - wallStart) / 1e3 / Double(max(count, 1))
+    let cpu = Double(clock() - cpuStart) / Double(CLOCKS_PER_SEC) * 1e6 / Double(max(count, 1))
+    print("\(participants) participants on \(lanes) lane(s): \(count) ticks, \(sent) datagrams sent;"
+        + " per tick \(Int(wall)) µs wall, \(Int(cpu)) µs CPU")
 } catch {
     FileHandle.standardError.write(Data("setup failed: \(error)\n".utf8))
     exit(1)

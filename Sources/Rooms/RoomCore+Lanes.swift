@@ -48,32 +48,18 @@ extension RoomCore {
 extension RoomCore {
     /// The tick's first step for a big room: each member's next frame out of its jitter buffer
     /// (the decode of a speaker, the level of a quiet one, comfort noise or concealment) is
-    /// made on the lanes, in contiguous slices of `members`; then the room's thread hands the
-    /// inputs to the mixer in member order. The same inputs as `feedMixer` one by one: a
-    /// member's frame depends only on its own state and on whether it was a mixed speaker,
-    /// which the room's thread reads from the mixer first (lanes never touch the mixer).
+    /// made on the lanes, in contiguous slices of `members`, and handed straight into the
+    /// member's slot in the mixer (`RoomAudioMixer.ConcurrentInputs`). The same inputs as
+    /// `feedMixer` one by one: a member's frame depends only on its own state and on whether it
+    /// was a mixed speaker, which its slot says.
     func feedMixerInLanes(_ lanes: Int, now: MediaTime) {
         laneInputFanOuts &+= 1
-        laneSpeakerFlags.removeAll(keepingCapacity: true)
-        mixer.appendSpeakerFlags(count: members.count, handle: { [members] in members[$0].mixerHandle },
-                                 to: &laneSpeakerFlags)
-        laneInputs.removeAll(keepingCapacity: true)
-        laneInputs.append(contentsOf: repeatElement(AudioMixerInput(), count: members.count))
         members.withUnsafeBufferPointer { members in
-            laneSpeakerFlags.withUnsafeBufferPointer { flags in
-                laneInputs.withUnsafeMutableBufferPointer { inputs in
-                    let job = InputLaneJob(members: members, wasSpeaker: flags, inputs: inputs, now: now, lanes: lanes)
-                    DispatchQueue.concurrentPerform(iterations: lanes) { job.run(lane: $0) }
-                }
+            mixer.withConcurrentInputs { inputs in
+                let job = InputLaneJob(members: members, inputs: inputs, now: now, lanes: lanes)
+                DispatchQueue.concurrentPerform(iterations: lanes) { job.run(lane: $0) }
             }
         }
-        for (index, participant) in members.enumerated() {
-            guard let handle = participant.mixerHandle else { continue }
-            mixer.setInput(laneInputs[index], for: handle)
-        }
-        // The mixer holds what it needs; a frame referenced here too would make next tick's
-        // decode into the member's buffer copy it.
-        laneInputs.removeAll(keepingCapacity: true)
     }
 }
 
@@ -81,19 +67,21 @@ extension RoomCore {
 ///
 /// `@unchecked Sendable` because it carries pointers and non-Sendable participants into
 /// `concurrentPerform`'s threads. Safe: lane `k` touches only the members of its own slice
-/// (disjoint; a participant is a member once) and their slots of `inputs`; `wasSpeaker` is only
-/// read; the room's thread waits inside `concurrentPerform` until every lane is done.
+/// (disjoint; a participant is a member once) and their slots in `inputs`, which are distinct
+/// for distinct members; the room's thread waits inside `concurrentPerform` until every lane
+/// is done, with the mixer borrowed by `withConcurrentInputs`.
 private struct InputLaneJob: @unchecked Sendable {
     let members: UnsafeBufferPointer<Participant>
-    let wasSpeaker: UnsafeBufferPointer<Bool>
-    let inputs: UnsafeMutableBufferPointer<AudioMixerInput>
+    let inputs: RoomAudioMixer<CallID>.ConcurrentInputs
     let now: MediaTime
     let lanes: Int
 
     func run(lane: Int) {
         let count = members.count
-        for index in (count * lane / lanes)..<(count * (lane + 1) / lanes) where members[index].mixerHandle != nil {
-            inputs[index] = members[index].mixerInput(now: now, wasSpeaker: wasSpeaker[index])
+        for index in (count * lane / lanes)..<(count * (lane + 1) / lanes) {
+            let member = members[index]
+            guard let handle = member.mixerHandle else { continue }
+            inputs.setInput(for: handle) { member.mixerInput(now: now, wasSpeaker: $0) }
         }
     }
 }

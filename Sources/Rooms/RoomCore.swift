@@ -40,11 +40,6 @@ public final class RoomCore {
     var mixPacket: [UInt8] = []
     /// The same, one per lane of a fanned-out delivery (`RoomCore+Lanes`).
     var laneScratch: [[UInt8]] = []
-    /// A big room's per-tick mixer inputs, prepared on its lanes (`feedMixerInLanes`): whether
-    /// each member was a mixed speaker, and its input (kept for their capacity; emptied after
-    /// each tick so no frame stays referenced).
-    var laneSpeakerFlags: [Bool] = []
-    var laneInputs: [AudioMixerInput] = []
     /// Ticks whose mixer inputs were prepared on several lanes so far.
     public internal(set) var laneInputFanOuts: UInt64 = 0
     /// Audio ticks run: the index of the current one during a tick (see `ParticipantAudio.outboundTick`).

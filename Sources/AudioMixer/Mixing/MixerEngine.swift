@@ -62,6 +62,15 @@ struct MixerEngine: Sendable {
         var wasSpeaker = false
         /// Its row in `AudioMixerCore` this tick, nil when it contributes nothing.
         var sourceIndex: Int?
+
+        /// Takes one tick's input (`AudioMixerInput`).
+        mutating func apply(_ input: AudioMixerInput) {
+            frame = input.frame
+            audioLevel = input.audioLevel
+            undecoded = input.undecoded && input.audioLevel != nil
+            muted = input.muted
+            receivesAudio = input.receivesAudio
+        }
     }
 
     /// A talking or dominant-speaker change, by slot.
@@ -146,11 +155,7 @@ struct MixerEngine: Sendable {
     }
 
     mutating func setInput(_ input: AudioMixerInput, slot: Int) {
-        participants[slot].frame = input.frame
-        participants[slot].audioLevel = input.audioLevel
-        participants[slot].undecoded = input.undecoded && input.audioLevel != nil
-        participants[slot].muted = input.muted
-        participants[slot].receivesAudio = input.receivesAudio
+        participants[slot].apply(input)
     }
 
     mutating func setSSRC(_ ssrc: SSRC?, slot: Int) {

@@ -130,15 +130,6 @@ public struct RoomAudioMixer<ID: Hashable & Sendable>: Sendable {
         return true
     }
 
-    /// Appends, for each of `count` participants, whether it was one of the mixed speakers at
-    /// the last tick (false for no handle or a stale one): what a room preparing its inputs on
-    /// several threads reads first, in one in-place access, since those threads must not touch
-    /// the mixer.
-    @_specialize(exported: true, where ID == CallID)
-    public mutating func appendSpeakerFlags(count: Int, handle: (Int) -> Handle?, to flags: inout [Bool]) {
-        for index in 0..<count { flags.append(handle(index).flatMap(wasSpeaker) ?? false) }
-    }
-
     /// Whether the handle's participant was a mixed speaker at the last tick; nil when the
     /// handle is stale.
     private func wasSpeaker(_ handle: Handle) -> Bool? {
