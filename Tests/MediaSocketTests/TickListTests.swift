@@ -104,12 +104,18 @@ struct TickListTests {
         socket.ticks.add(room)
         try await eventually { log.fires.count >= 1 }
         let first = try #require(log.fires.first).at
-        #expect(first.nanoseconds - added.nanoseconds < 15_000_000, "first firing after the add")
+        // The add wakes the reader, which fires the new room at once. Without the wake it
+        // would sleep until the next datagram (none comes here). The bound leaves room for
+        // the full suite's scheduling on two cores (17 ms was seen once under a 15 ms bound).
+        #expect(first.nanoseconds - added.nanoseconds < 100_000_000, "first firing after the add")
         try await eventually { socket.ticks.count == 0 }
         let fires = log.fires
         #expect(fires.count == 8)
-        // One firing per grid point: ~20 ms apart after the first.
+        // One firing per grid point: ~20 ms apart on average after the first. A busy loop would
+        // fire all eight within a millisecond; a late firing may come just before the next
+        // read point, so single gaps are not bounded, only their mean.
         let gaps = zip(fires.dropFirst(), fires.dropFirst(2)).map { Double($1.at.nanoseconds - $0.at.nanoseconds) / 1e6 }
-        #expect(gaps.allSatisfy { $0 > 10 } && gaps.reduce(0, +) / Double(gaps.count) < 30, "gaps \(gaps)")
+        let meanGap = gaps.reduce(0, +) / Double(gaps.count)
+        #expect(meanGap >= 15 && meanGap < 40, "gaps \(gaps)")
     }
 }
