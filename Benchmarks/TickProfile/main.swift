@@ -6,7 +6,8 @@ import Foundation
 // runs the ticks. `make bench-instructions` (Benchmarks/Instructions/count.sh) runs it under
 // callgrind with collection on only inside `AudioTickScenario.run`, and divides by the ticks.
 // TICK_LANES=L (environment) spreads the room's per-member work over L lanes, as the server does
-// on L cores; `perf stat` of the whole run, less a --build-only run, then counts both lanes.
+// on L cores. Callgrind's toggle counts only the calling thread's share of the lanes; the wall
+// and CPU times printed at the end (CPU of every thread) count them all.
 let arguments = CommandLine.arguments
 // --build-only: set up and build the steps' packets, run none (what count.sh subtracts, since
 // callgrind records calls to the allocator outside the measured window too).

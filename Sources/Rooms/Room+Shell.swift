@@ -16,9 +16,10 @@ extension Room {
     }
 
     /// Carries out what the core's last step produced: its datagrams leave in one batch (a
-    /// fanned-out step's on the lanes' senders, `sendLaneBatches`), the routing table follows the participants' paths, events are logged and published. Then
-    /// the output is emptied (keeping its storage) and the timer of a room with nothing to tick
-    /// for (no participant, no recording or forward) stops.
+    /// fanned-out step's on the lanes' senders, `sendLaneBatches`), the routing table follows
+    /// the participants' paths, events are logged and published. Then the output is emptied
+    /// (keeping its storage) and the timer of a room with nothing to tick for (no participant,
+    /// no recording or forward) stops.
     func carryOut() {
         // Events first: a leave is said on the event stream before the peer's goodbye leaves.
         for event in output.events { publish(event) }
