@@ -34,6 +34,7 @@ struct TalkerResumeTests {
                 }
                 for name in ["ann", "bob", "dan"] {
                     guard let peer = room.peers[name] else { continue }
+                    // A silent microphone is in DTX: one packet every 20 ticks (400 ms).
                     if room.microphones[name]?.tone == nil, ticks % 20 != 1 {
                         room.microphones[name]?.skipFrame()
                     } else if let packet = room.microphones[name]?.nextPacket(from: peer) {
@@ -45,18 +46,27 @@ struct TalkerResumeTests {
             while arrivals.count < count { arrivals.append(millisecond) }
         }
         let start = try #require(started)
+        let heard = try Self.firstArrival(of: 900, in: dan.received[ssrc] ?? [], arrivals: arrivals, from: start)
+        return heard.map { $0 - start } ?? .max
+    }
+
+    /// The arrival (ms) of the first packet at or after `start` whose decoded frame carries
+    /// `frequency` (above -30 dBFS); the packets are decoded in order from the first.
+    static func firstArrival(of frequency: Double, in packets: [RTPPacket], arrivals: [Int], from start: Int) throws
+        -> Int?
+    {
         let decoder = try OpusDecoder()
         var pcm = [Int16](repeating: 0, count: 5_760)
-        for (index, packet) in (dan.received[ssrc] ?? []).enumerated() {
+        for (index, packet) in packets.enumerated() {
             let payload = Array(packet.payload)
             let count = payload.withUnsafeBufferPointer { input in
                 pcm.withUnsafeMutableBufferPointer { (try? decoder.decode(input, into: $0)) ?? 0 }
             }
             guard arrivals[index] >= start, count > 0 else { continue }
-            if Spectrum.powerDB(of: Array(pcm[0..<count]), at: 900) > -30 { return arrivals[index] - start }
+            if Spectrum.powerDB(of: Array(pcm[0..<count]), at: frequency) > -30 { return arrivals[index] }
         }
-        Issue.record("dan never heard bob's 900 Hz")
-        return .max
+        Issue.record("never heard \(frequency) Hz")
+        return nil
     }
 
     @Test func aTalkerBackFromDTXIsHeardAsSoonAsOneSpeakingOn() throws {
