@@ -7,10 +7,10 @@ import PackageDescription
 // Release builds of the server skip Swift's run-time exclusivity checks (`swift_beginAccess` on
 // each access to a class's stored property, a global or a captured variable that the compiler
 // cannot prove safe): callgrind put them at 14 % of the instructions of a 3,000-participant
-// room's tick (`TickProfile`); without them a tick of 300 takes 6 % fewer. The standard library is built the
-// same way. The checks stay on where bugs are looked for: debug builds, which run every unit and
-// interop test of `make test`, and the fuzzers (CHORUS_FUZZ), which are release builds. The
-// compile-time exclusivity checks apply everywhere.
+// room's tick (`TickProfile`); without them a tick of 300 takes 6 % fewer. The standard library
+// is built the same way. The checks stay on where bugs are looked for: debug builds, which run
+// every unit and interop test of `make test`, and the fuzzers (CHORUS_FUZZ), which are release
+// builds. The compile-time exclusivity checks apply everywhere.
 let exclusivityChecked = ProcessInfo.processInfo.environment["CHORUS_FUZZ"] != nil
 let strict: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),

@@ -1,4 +1,3 @@
-import AudioMixer
 import ChorusCore
 import ChorusTestSupport
 import RTP
@@ -55,15 +54,8 @@ struct TalkerResumeTests {
     static func firstArrival(of frequency: Double, in packets: [RTPPacket], arrivals: [Int], from start: Int) throws
         -> Int?
     {
-        let decoder = try OpusDecoder()
-        var pcm = [Int16](repeating: 0, count: 5_760)
-        for (index, packet) in packets.enumerated() {
-            let payload = Array(packet.payload)
-            let count = payload.withUnsafeBufferPointer { input in
-                pcm.withUnsafeMutableBufferPointer { (try? decoder.decode(input, into: $0)) ?? 0 }
-            }
-            guard arrivals[index] >= start, count > 0 else { continue }
-            if Spectrum.powerDB(of: Array(pcm[0..<count]), at: frequency) > -30 { return arrivals[index] }
+        for (frame, arrival) in zip(try PeerEar.frames(packets), arrivals) where arrival >= start && !frame.isEmpty {
+            if Spectrum.powerDB(of: frame, at: frequency) > -30 { return arrival }
         }
         Issue.record("never heard \(frequency) Hz")
         return nil

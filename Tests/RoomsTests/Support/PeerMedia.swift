@@ -10,17 +10,21 @@ enum PeerEar {
         guard let ssrc = peer.answerSSRCs["0"], let packets = peer.received[ssrc] else { return [] }
         var unwrapper = SequenceNumberUnwrapper()
         let ordered = packets.map { (unwrapper.unwrap($0.header.sequenceNumber), $0) }.sorted { $0.0 < $1.0 }
+        return try frames(ordered.map(\.1)).flatMap { $0 }
+    }
+
+    /// Each packet's decoded frame, one decoder through `packets` in the order given (an
+    /// undecodable packet gives an empty frame).
+    static func frames(_ packets: [RTPPacket]) throws -> [[Int16]] {
         let decoder = try OpusDecoder()
         var pcm = [Int16](repeating: 0, count: 5_760)
-        var heard: [Int16] = []
-        for (_, packet) in ordered {
+        return packets.map { packet in
             let payload = Array(packet.payload)
             let count = payload.withUnsafeBufferPointer { input in
                 pcm.withUnsafeMutableBufferPointer { (try? decoder.decode(input, into: $0)) ?? 0 }
             }
-            heard += pcm[0..<count]
+            return Array(pcm[0..<count])
         }
-        return heard
     }
 
     /// Power (dBFS) of each frequency in the last `milliseconds` of what `peer` heard.
