@@ -67,6 +67,10 @@ public final class OpenSSLSRTPTransform: SRTPTransform {
 
     private var tagLength: Int { SRTPPacketCipher.tagLength(profile) }
 
+    /// Room for a tag and an SRTCP word, appended as a contiguous slice: a memcpy, where
+    /// `repeatElement` took the generic element-by-element path (200 instructions a packet).
+    private static let zeros = [UInt8](repeating: 0, count: 20)
+
     // MARK: RTP
 
     public func protectRTP(_ packet: inout [UInt8]) throws(SRTPError) {
@@ -83,7 +87,7 @@ public final class OpenSSLSRTPTransform: SRTPTransform {
         // libsrtp2 has already recorded the index when it refuses the AAD: so do we.
         if profile == .aeadAES128GCM, headerLength > Self.maximumAAD { throw .failed(code: LibSRTPStatus.cipherFail) }
         let length = packet.count
-        packet.append(contentsOf: repeatElement(0, count: tagLength))
+        packet.append(contentsOf: Self.zeros.prefix(tagLength))
         let ok = packet.withUnsafeMutableBytes {
             outbound.sealRTP($0.baseAddress!, length: length, headerLength: headerLength, ssrc: ssrc, index: index)
         }
@@ -146,7 +150,7 @@ public final class OpenSSLSRTPTransform: SRTPTransform {
         sent.streams[slot].rtcpSent += 1
         let index = sent.streams[slot].rtcpSent
         let length = packet.count
-        packet.append(contentsOf: repeatElement(0, count: tagLength + 4))
+        packet.append(contentsOf: Self.zeros.prefix(tagLength + 4))
         let ok = packet.withUnsafeMutableBytes {
             outbound.sealRTCP($0.baseAddress!, length: length, ssrc: ssrc, index: index)
         }
