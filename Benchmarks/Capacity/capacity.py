@@ -178,6 +178,7 @@ def summarise(path: Path, search: Search, repeat: int) -> dict:
         "serverCores": results.get("serverCPUCores"), "generatorCores": results["generatorCPUCores"],
         "lossPercent": results["audioLossPercent"], "rateLossPercent": results.get("audioRateLossPercent"),
         "p50": results["mouthToEar"]["p50"], "p95": results["mouthToEar"]["p95"],
+        "stealPercent": results.get("hostStealPercent"),
     }
 
 
@@ -187,7 +188,7 @@ def tsv_line(run: dict) -> str:
     return "\t".join([run["server"], run["shape"], str(run["size"]), str(run["repeat"]), str(run["passed"]),
                       run["why"], fmt(run.get("cpuMsPerParticipantSecond"), ".3f"), fmt(run.get("serverCores")),
                       fmt(run.get("generatorCores")), fmt(run.get("lossPercent")), fmt(run.get("rateLossPercent")),
-                      fmt(run.get("p50"), ".0f"), fmt(run.get("p95"), ".0f")])
+                      fmt(run.get("p50"), ".0f"), fmt(run.get("p95"), ".0f"), fmt(run.get("stealPercent"), ".1f")])
 
 
 def main() -> int:
@@ -200,7 +201,7 @@ def main() -> int:
     searches = [Search(server, shape, ladder(server, shape)) for shape in shapes for server in servers]
     tsv = OUT / "runs.tsv"
     tsv.write_text("server\tshape\tsize\trepeat\tpassed\tfailed\tcpu_ms_per_participant_s\tserver_cores\t"
-                   "generator_cores\tloss_pct\trate_loss_pct\tp50_ms\tp95_ms\n")
+                   "generator_cores\tloss_pct\trate_loss_pct\tp50_ms\tp95_ms\thost_steal_pct\n")
     while active := [search for search in searches if search.ended is None]:
         for search in active:
             run = probe(search, search.passes + 1)

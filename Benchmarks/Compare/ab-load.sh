@@ -52,14 +52,15 @@ done
 python3 - "$OUT" <<'PY'
 import json, pathlib, sys
 out = pathlib.Path(sys.argv[1])
-print("| run | server CPU-ms per participant-s | generator cores | loss % | mouth-to-ear p50 / p95 ms | passed |")
-print("|---|---|---|---|---|---|")
+print("| run | server CPU-ms per participant-s | generator cores | host steal % | loss % | mouth-to-ear p50 / p95 ms | passed |")
+print("|---|---|---|---|---|---|---|")
 for path in sorted(out.glob("*/results.json")):
     r = json.loads(path.read_text())
     cpu = r.get("serverCPUSecondsPerParticipantSecond")
     m = r.get("mouthToEar") or {}
+    steal = r.get("hostStealPercent")
     print(f"| {path.parent.name} | {cpu * 1000:.2f} | {r.get('generatorCPUCores', float('nan')):.2f} | "
-          f"{r.get('audioLossPercent', 0):.2f} | "
+          f"{'' if steal is None else format(steal, '.1f')} | {r.get('audioLossPercent', 0):.2f} | "
           f"{m.get('p50', float('nan')):.0f} / {m.get('p95', float('nan')):.0f} | {r.get('passed')} |"
-          if cpu is not None else f"| {path.parent.name} | n/a | | | | {r.get('passed')} |")
+          if cpu is not None else f"| {path.parent.name} | n/a | | | | | {r.get('passed')} |")
 PY

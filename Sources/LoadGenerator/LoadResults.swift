@@ -87,10 +87,12 @@ public struct LoadResults: Codable, Sendable, Equatable {
         public var serverMemoryMB: Double?
         /// The load generator's own CPU (cores).
         public var generatorCPUCores: Double
+        /// Percent of the machine's CPU time its hypervisor gave to other guests (`HostSteal`).
+        public var hostStealPercent: Double?
 
         public init(second: Double, established: Int, audioPacketsReceived: Int, audioLossPercent: Double,
                     latencyMedianMs: Double, serverCPUCores: Double?, serverMemoryMB: Double?,
-                    generatorCPUCores: Double) {
+                    generatorCPUCores: Double, hostStealPercent: Double? = nil) {
             self.second = second
             self.established = established
             self.audioPacketsReceived = audioPacketsReceived
@@ -99,6 +101,7 @@ public struct LoadResults: Codable, Sendable, Equatable {
             self.serverCPUCores = serverCPUCores
             self.serverMemoryMB = serverMemoryMB
             self.generatorCPUCores = generatorCPUCores
+            self.hostStealPercent = hostStealPercent
         }
     }
 
@@ -156,6 +159,10 @@ public struct LoadResults: Codable, Sendable, Equatable {
     public var serverCPUCores: Double?
     public var serverMemoryMB: Double?
     public var generatorCPUCores: Double
+    /// Mean percent of the machine's CPU time stolen by its hypervisor over the steady part of
+    /// the run (`HostSteal`): beside a run that fell behind, it tells a slow host from a slow
+    /// server. Never part of the verdict; nil where `/proc/stat` has no steal figure.
+    public var hostStealPercent: Double?
     /// Server CPU seconds per participant-second: the capacity figure compared across servers.
     public var serverCPUSecondsPerParticipantSecond: Double?
     public var samples: [Sample]

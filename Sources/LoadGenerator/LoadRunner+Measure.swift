@@ -17,14 +17,18 @@ extension LoadRunner {
         let serverPID = configuration.serverPID ?? ProcessUsage.findServer(target: configuration.target)
         var server = serverPID.map(ProcessUsage.init)
         var generator = ProcessUsage(pid: getpid())
+        var host = HostSteal()
         _ = server?.sample()
         _ = generator.sample()
+        _ = host.sample()
         // Each sample updates the meters' last readings: they move to the loop, where the task runs.
-        let meters = NIOLoopBoundBox.makeBoxSendingValue((server: server, generator: generator), eventLoop: loop)
+        let meters = NIOLoopBoundBox.makeBoxSendingValue((server: server, generator: generator, host: host),
+                                                         eventLoop: loop)
         return loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
             let now = MediaTime.now()
             let serverUsage = meters.value.server?.sample()
             let own = meters.value.generator.sample()
+            let stolen = meters.value.host.sample()
             let second = Date().timeIntervalSince(start)
             let shardSamples = self.shards.map { shard in shard.loop.submit { shard.sample(now: now) } }
             EventLoopFuture.whenAllSucceed(shardSamples, on: self.loop).whenSuccess { parts in
@@ -36,7 +40,7 @@ extension LoadRunner {
                     second: second, established: established, audioPacketsReceived: received,
                     audioLossPercent: lossPercent, latencyMedianMs: latency,
                     serverCPUCores: serverUsage?.cores, serverMemoryMB: serverUsage?.residentMB,
-                    generatorCPUCores: own.cores ?? 0))
+                    generatorCPUCores: own.cores ?? 0, hostStealPercent: stolen))
                 self.progress(String(format: "running: %d established, loss %.2f %%, latency p50 %.0f ms, server %.2f cores",
                                      established, lossPercent, latency, serverUsage?.cores ?? 0))
             }
@@ -106,6 +110,7 @@ extension LoadRunner {
             transportFeedbackSent: configuration.transportCC ? participants.reduce(0) { $0 + $1.transportFeedbackSent } : nil,
             serverCPUCores: serverCPU, serverMemoryMB: samples.compactMap(\.serverMemoryMB).max(),
             generatorCPUCores: steady.isEmpty ? 0 : steady.map(\.generatorCPUCores).reduce(0, +) / Double(steady.count),
+            hostStealPercent: Self.mean(steady.compactMap(\.hostStealPercent)),
             serverCPUSecondsPerParticipantSecond: serverCPU.map { $0 / Double(max(established.count, 1)) },
             samples: samples, errors: Array(errors.prefix(10)), passed: passed)
         let failed = configuration.bars.failures(results)
@@ -113,6 +118,10 @@ extension LoadRunner {
         results.passed = passed && failed.isEmpty
         results.errors = Array((failed + results.errors).prefix(10))
         return results
+    }
+
+    static func mean(_ values: [Double]) -> Double? {
+        values.isEmpty ? nil : values.reduce(0, +) / Double(values.count)
     }
 
     /// A missed onset counts at this deadline (a probe matches an onset to a burst sent less
