@@ -78,7 +78,8 @@ public enum LoadReport {
             ("Server", "\(results.serverCPUCores.map { number($0, 2) + " cores" } ?? "CPU unknown"), "
                 + (results.serverMemoryMB.map { number($0, 0) + " MB peak" } ?? "memory unknown")),
             ("Generator CPU", number(results.generatorCPUCores, 2) + " cores"),
-            ("Host CPU stolen by the hypervisor", results.hostStealPercent.map { number($0, 1) + " %" } ?? "not measured"),
+            ("Host CPU stolen by the hypervisor",
+             results.hostStealPercent.map { number($0, 1) + " %" } ?? "not measured"),
             ("Server CPU-s / participant-s", cpuPerParticipant),
         ]
     }

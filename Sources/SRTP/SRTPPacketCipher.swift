@@ -59,8 +59,9 @@ final class SRTPPacketCipher {
         let rtpAESNI = aesni ? Self.aesniGCM(keys.rtpKey) : nil
         let rtcpAESNI = aesni ? Self.aesniGCM(keys.rtcpKey) : nil
         // AES-CM encryption and decryption are the same keystream XOR: always "encrypt".
-        let rtp = aesni ? nil : Self.cipher(gcm ? EVP_aes_128_gcm() : EVP_aes_128_ctr(), keys.rtpKey, encrypt: seals || !gcm)
-        let rtcp = aesni ? nil : Self.cipher(gcm ? EVP_aes_128_gcm() : EVP_aes_128_ctr(), keys.rtcpKey, encrypt: seals || !gcm)
+        let type = gcm ? EVP_aes_128_gcm() : EVP_aes_128_ctr()
+        let rtp = aesni ? nil : Self.cipher(type, keys.rtpKey, encrypt: seals || !gcm)
+        let rtcp = aesni ? nil : Self.cipher(type, keys.rtcpKey, encrypt: seals || !gcm)
         let rtpMAC = gcm ? nil : Self.hmacSHA1(keys.rtpAuthKey)
         let rtcpMAC = gcm ? nil : Self.hmacSHA1(keys.rtcpAuthKey)
         let ciphersReady = aesni ? rtpAESNI != nil && rtcpAESNI != nil : rtp != nil && rtcp != nil

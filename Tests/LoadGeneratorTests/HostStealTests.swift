@@ -12,7 +12,8 @@ struct HostStealTests {
 
     @Test func stealIsTheShareOfTheMachinesTimeBetweenSamples() throws {
         var host = HostSteal()
-        #expect(host.sample(HostSteal.read(Self.stat(user: 1_000, idle: 5_000, steal: 100))) == nil, "first: no interval")
+        let first = host.sample(HostSteal.read(Self.stat(user: 1_000, idle: 5_000, steal: 100)))
+        #expect(first == nil, "first: no interval")
         // 200 jiffies pass: 100 user, 60 idle, 40 stolen → 20 %.
         let second = host.sample(HostSteal.read(Self.stat(user: 1_100, idle: 5_060, steal: 140)))
         let percent = try #require(second)

@@ -12,7 +12,8 @@ struct AESNIGCMTests {
     let keys: SRTPSessionKeys
 
     init() throws {
-        keys = try SRTPSessionKeys(profile: .aeadAES128GCM, master: (0..<28).map { UInt8(truncatingIfNeeded: $0 &* 29 &+ 5) })
+        let master = (0..<28).map { UInt8(truncatingIfNeeded: $0 &* 29 &+ 5) }
+        keys = try SRTPSessionKeys(profile: .aeadAES128GCM, master: master)
     }
 
     /// The CPU flags the kernel reports: the fast path must be taken wherever it can be, or its
@@ -74,8 +75,12 @@ struct AESNIGCMTests {
             let plain = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) }
             var fast = plain + [UInt8](repeating: 0, count: 20), evp = fast
             let index = UInt32(length) * 1_001
-            #expect(fast.withUnsafeMutableBytes { fastSeal.sealRTCP($0.baseAddress!, length: length, ssrc: 0xCAFE, index: index) })
-            #expect(evp.withUnsafeMutableBytes { evpSeal.sealRTCP($0.baseAddress!, length: length, ssrc: 0xCAFE, index: index) })
+            #expect(fast.withUnsafeMutableBytes {
+                fastSeal.sealRTCP($0.baseAddress!, length: length, ssrc: 0xCAFE, index: index)
+            })
+            #expect(evp.withUnsafeMutableBytes {
+                evpSeal.sealRTCP($0.baseAddress!, length: length, ssrc: 0xCAFE, index: index)
+            })
             #expect(fast == evp, "length \(length)")
             let result = evp.withUnsafeMutableBytes {
                 fastOpen.openRTCP($0.baseAddress!, length: length + 20, ssrc: 0xCAFE, index: index, encrypted: true)
