@@ -68,8 +68,7 @@ extension LoadRunner {
         }
         // Steady state: the samples once everyone who will connect has.
         let steady = samples.filter { $0.established == established.count && established.count > 0 }
-        let cpu = steady.compactMap(\.serverCPUCores)
-        let serverCPU = cpu.isEmpty ? nil : cpu.reduce(0, +) / Double(cpu.count)
+        let serverCPU = Self.mean(steady.compactMap(\.serverCPUCores))
         var errors = joinFailures.prefix(5).map { $0 }
         if !deaf.isEmpty { errors.append("\(deaf.count) listeners received no audio, e.g. \(deaf[0])") }
         if !video.blind.isEmpty { errors.append("\(video.blind.count) subscribers received no video, e.g. \(video.blind[0])") }
@@ -109,7 +108,7 @@ extension LoadRunner {
             videoLossPercent: video.expected > 0 ? Double(max(0, video.expected - video.received)) * 100 / Double(video.expected) : 0,
             transportFeedbackSent: configuration.transportCC ? participants.reduce(0) { $0 + $1.transportFeedbackSent } : nil,
             serverCPUCores: serverCPU, serverMemoryMB: samples.compactMap(\.serverMemoryMB).max(),
-            generatorCPUCores: steady.isEmpty ? 0 : steady.map(\.generatorCPUCores).reduce(0, +) / Double(steady.count),
+            generatorCPUCores: Self.mean(steady.map(\.generatorCPUCores)) ?? 0,
             hostStealPercent: Self.mean(steady.compactMap(\.hostStealPercent)),
             serverCPUSecondsPerParticipantSecond: serverCPU.map { $0 / Double(max(established.count, 1)) },
             samples: samples, errors: Array(errors.prefix(10)), passed: passed)
@@ -120,6 +119,7 @@ extension LoadRunner {
         return results
     }
 
+    /// The mean of the steady window's samples; nil when there are none.
     static func mean(_ values: [Double]) -> Double? {
         values.isEmpty ? nil : values.reduce(0, +) / Double(values.count)
     }

@@ -21,8 +21,9 @@ enum SRTPOpenResult {
 /// digest state), which the AEAD profile avoids. Not thread-safe: one owner, one queue.
 ///
 /// AEAD_AES_128_GCM runs on `CAESGCM` (OpenSSL's GCM mode over an AES-NI block function) where
-/// the CPU allows: EVP's per-packet nonce and tag calls cost a third of a small packet's
-/// protection in OpenSSL 3's parameter lookups. EVP stays the path on other CPUs and for AES-CM.
+/// the CPU allows: through EVP, whose per-packet nonce and tag calls go through OpenSSL 3's
+/// parameter lookups, protecting a listener's audio packet took about 4,370 instructions, this
+/// way about 2,360 (`TickProfile`). EVP stays the path on other CPUs and for AES-CM.
 final class SRTPPacketCipher {
     let profile: SRTPProtectionProfile
     /// EVP contexts: AES-CM's counter mode, or GCM where `CAESGCM` is not used.
@@ -42,8 +43,8 @@ final class SRTPPacketCipher {
         profile == .aeadAES128GCM ? 16 : 10
     }
 
-    /// Whether GCM keys go to `CAESGCM` on this CPU.
-    static var usesAESNI: Bool { chorus_aes128gcm_available() != 0 }
+    /// Whether GCM keys go to `CAESGCM` on this CPU (asked once: CPUID exits to the hypervisor).
+    static let usesAESNI = chorus_aes128gcm_available() != 0
 
     /// `seals`: keyed for protecting (true) or unprotecting; GCM contexts work one way only.
     /// `allowsAESNI: false` keeps GCM on EVP (tests compare the two paths).
@@ -274,6 +275,8 @@ final class SRTPPacketCipher {
                          trailer: UnsafeMutableRawPointer?) -> Bool
     {
         let bytes = packet.bytes
+        // C takes the lengths as size_t: a negative one must never get there.
+        guard aad >= 0, count >= 0 else { return false }
         if let aesni {
             return chorus_aes128gcm_seal(aesni, iv.bytes, bytes, aad, trailer?.bytes, trailer == nil ? 0 : 4,
                                          bytes + body, count, tag.bytes) == 1
@@ -300,6 +303,7 @@ final class SRTPPacketCipher {
                          trailer: UnsafeMutableRawPointer?) -> SRTPOpenResult
     {
         let bytes = packet.bytes
+        guard aad >= 0, count >= 0 else { return .cipherFailed }  // size_t in C, as in gcmSeal
         if let aesni {
             switch chorus_aes128gcm_open(aesni, iv.bytes, bytes, aad, trailer?.bytes, trailer == nil ? 0 : 4,
                                          bytes + body, count, tag.bytes) {

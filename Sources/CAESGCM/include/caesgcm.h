@@ -7,8 +7,9 @@
 /// AEAD_AES_128_GCM for SRTP's per-packet path without OpenSSL 3's EVP parameter handling.
 ///
 /// Why: through EVP, setting a packet's nonce (`EVP_EncryptInit_ex`) and reading its tag
-/// (`EVP_CIPHER_CTX_ctrl`) look parameters up by string on every call (openssl/openssl#20171),
-/// about 1,500 of the 4,700 instructions of protecting a 100-byte packet. Here GCM itself is
+/// (`EVP_CIPHER_CTX_ctrl`) look parameters up by string on every call (openssl/openssl#20171):
+/// protecting a listener's audio packet took about 4,370 instructions through EVP, about 2,360
+/// through this (callgrind, `TickProfile`, a room of 1,000). Here GCM itself is
 /// OpenSSL's (`CRYPTO_gcm128_*`, with its CLMUL/AVX GHASH); only the AES-128 block function it
 /// is handed is ours, written with the AES-NI instructions (constant time, no tables).
 ///
