@@ -55,7 +55,8 @@ struct CallQuality {
 
     private var history: [(received: Int, lost: Int)] = []
     private var active: [Warning: (since: Int, goodFor: Int)] = [:]
-    private var seconds = 0
+    /// Seconds judged so far.
+    private(set) var seconds = 0
     /// Per warning: times raised and seconds active, for the call record.
     private(set) var counts: [Warning: Int] = [:]
     private(set) var activeSeconds: [Warning: Int] = [:]

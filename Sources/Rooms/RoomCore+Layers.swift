@@ -72,7 +72,7 @@ extension RoomCore {
 
     /// Once a second per subscriber with a known budget: chooses each slot's layer.
     func allocateLayers(now: MediaTime) {
-        for viewer in members {
+        for viewer in videoMembers {
             guard viewer.state == .established, !viewer.video.slots.isEmpty, let budget = videoBudget(of: viewer)
             else { continue }
             if let last = viewer.video.layersAllocatedAt, now.nanoseconds(since: last) < Self.layerAllocationIntervalNanoseconds {

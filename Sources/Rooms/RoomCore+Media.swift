@@ -33,6 +33,7 @@ extension RoomCore {
             let due = tickGrid.advance(at: time)
             roomLoad.note(dueTicks: due.count)
             if due.count > 1 || due.dropped > 0 { RoomMetrics.lateTicks(caughtUp: due.count - 1, dropped: due.dropped) }
+            advanceStripes(byTicks: due.count + due.dropped)
             for index in 0..<due.count {
                 audioTicksDue &+= 1
                 if let every = media?.faults.skipEveryNthAudioTick, every > 1, audioTicksDue % UInt64(every) == 0 {
@@ -135,6 +136,7 @@ extension RoomCore {
         }
         joinOrder.removeAll { $0 == callId }
         members.removeAll { $0 === participant }
+        videoMembers.removeAll { $0 === participant }
         recentSpeakers.removeAll { $0 == callId }
         for id in joinOrder { participants[id]?.video.publisher?.estimates[callId] = nil }
         reassignSlots(now: now)

@@ -38,9 +38,9 @@ extension RoomCore {
     /// Per video tick: sends the due half of every probe under way, and starts the probes the
     /// estimators ask for now; once a second per participant, its estimate goes to `/metrics`.
     func sendProbes(now: MediaTime) {
-        for participant in members {
+        sampleEstimates(now: now)
+        for participant in videoMembers {
             guard participant.state == .established else { continue }
-            sampleEstimate(of: participant, now: now)
             // A probe is RTX padding: a participant without an RTX slot (audio only, most of a
             // big room) cannot be probed, and its estimator keeps any request until it can.
             guard participant.video.slots.contains(where: { $0.rtx != nil }) else {
@@ -57,13 +57,28 @@ extension RoomCore {
         }
     }
 
-    /// The estimate as one sample of `chorus_downlink_estimate_bits_per_second` (a histogram),
-    /// once a second: the distribution over participant-seconds.
-    private func sampleEstimate(of participant: Participant, now: MediaTime) {
-        // The clock first: reading the estimate copies the estimator's state, and this runs for
-        // every member on every tick (2 % of a 3,000-member room's server CPU when it came first).
-        if let last = participant.estimateSampledAt, now.nanoseconds(since: last) < 1_000_000_000 { return }
-        participant.estimateSampledAt = now  // also without an estimate: look again in a second
+    /// Each established member's estimate as one sample of `chorus_downlink_estimate_bits_per_second`
+    /// (a histogram), once a second: the distribution over participant-seconds. A big room
+    /// takes its members' turns from the stripes (`RoomCore+Stripes`); a small one asks each
+    /// member's clock.
+    private func sampleEstimates(now: MediaTime) {
+        if stripesMembers {
+            forEachMemberInDueStripes { participant in
+                guard participant.state == .established else { return }
+                participant.estimateSampledAt = now
+                recordEstimate(of: participant)
+            }
+        } else {
+            for participant in members where participant.state == .established {
+                // The clock first: reading the estimate copies the estimator's state.
+                if let last = participant.estimateSampledAt, now.nanoseconds(since: last) < 1_000_000_000 { continue }
+                participant.estimateSampledAt = now  // also without an estimate: look again in a second
+                recordEstimate(of: participant)
+            }
+        }
+    }
+
+    private func recordEstimate(of participant: Participant) {
         guard let bitrate = participant.transport.estimatedBitrate else { return }
         participant.estimateSummary.add(bitrate)
         Self.estimates.record(bitrate)

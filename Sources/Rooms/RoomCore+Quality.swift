@@ -9,19 +9,32 @@ import Foundation
 extension RoomCore {
     static let qualityPeriodNanoseconds: UInt64 = 1_000_000_000
 
+    /// Each established member's second, judged: in a big room each on its stripe's tick
+    /// (`RoomCore+Stripes`: no tick judges 3,000 at once), in a small one all on the room's
+    /// second. The room's load is judged on the room's second.
     func qualityTick(now: MediaTime) {
+        let striped = stripesMembers
+        if striped {
+            forEachMemberInDueStripes { participant in
+                if participant.state == .established { evaluateQuality(of: participant, now: now) }
+            }
+        }
         guard let due = nextQualityAt else {
             nextQualityAt = now.adding(nanoseconds: Self.qualityPeriodNanoseconds)
             return
         }
         guard now >= due else { return }
         nextQualityAt = now.adding(nanoseconds: Self.qualityPeriodNanoseconds)
-        for participant in members where participant.state == .established {
-            for change in participant.quality.evaluate(qualitySample(participant, now: now)) {
-                emitQuality(change, participant: participant)
-            }
+        if !striped {
+            for participant in members where participant.state == .established { evaluateQuality(of: participant, now: now) }
         }
         if let change = roomLoad.evaluate() { emitRoomLoad(change) }
+    }
+
+    private func evaluateQuality(of participant: Participant, now: MediaTime) {
+        for change in participant.quality.evaluate(qualitySample(participant, now: now)) {
+            emitQuality(change, participant: participant)
+        }
     }
 
     private func qualitySample(_ participant: Participant, now: MediaTime) -> CallQuality.Sample {

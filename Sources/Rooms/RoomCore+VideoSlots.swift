@@ -128,7 +128,7 @@ extension RoomCore {
     func videoTick(now: MediaTime) {
         repeatKeyframeRequestsForWaitingSlots(now: now)
         var slotsChanged = false
-        for member in members {
+        for member in videoMembers {
             guard let publisher = member.video.publisher else { continue }
             let callId = member.callId
             for layer in publisher.layers.indices {

@@ -63,6 +63,15 @@ public final class RoomCore {
     /// The same participants, in the same order: what the per-tick scans walk, so that a
     /// 1,000-participant tick does not hash a call ID per participant per scan.
     var members: [Participant] = []
+    /// The members with a camera or video slots, in the same order (both are fixed at join):
+    /// what the video tick's scans walk, so that an audio-only room of thousands visits nobody.
+    var videoMembers: [Participant] = []
+    /// The next stripe of once-a-second member work, and the stripes of this firing
+    /// (`RoomCore+Stripes`).
+    var stripeCursor = 0
+    /// The room size from which that work is striped (a test lowers it).
+    var stripedMemberMinimum = 200
+    var dueStripes = (first: 0, count: 0)
     /// The same participants by their mixer slot (`RoomAudioMixer.Handle.slot`): how the tick
     /// finds a mix's recipients without hashing a call ID per recipient.
     var membersBySlot: [Participant?] = []

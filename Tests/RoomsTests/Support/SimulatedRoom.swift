@@ -96,9 +96,10 @@ final class SimulatedRoom {
         while nextTickAt.adding(milliseconds: 20) <= now { nextTickAt = nextTickAt.adding(milliseconds: 20) }
     }
 
-    /// Runs `milliseconds` with every microphone sending a packet per tick.
-    func talk(milliseconds: Int) {
-        run(milliseconds: milliseconds) { _ in
+    /// Runs `milliseconds` with every microphone sending a packet per tick (`each` first, as in `run`).
+    func talk(milliseconds: Int, each: ((MediaTime) -> Void)? = nil) {
+        run(milliseconds: milliseconds) { now in
+            each?(now)
             for (name, peer) in self.peers {
                 guard let packet = self.microphones[name]?.nextPacket(from: peer) else { continue }
                 self.send(packet, from: peer)
