@@ -131,7 +131,7 @@ extension LoadRunner {
         for index in 0..<count {
             let shard = shards[index % shards.count]
             let socket = try await LoadSharedSocket.open(for: shard)
-            try await shard.loop.submit { shard.adoptShared(socket.channel) }.get()
+            try await shard.loop.submit { shard.adoptShared(socket) }.get()
             sockets.append(socket)
         }
         sharedSockets.withLock { $0 = sockets }

@@ -18,6 +18,8 @@ final class LoadShard: Sendable {
         /// The extra connections of a server that carries video apart (Janus VideoRoom).
         var auxiliaries: [LoadParticipant] = []
         var channels: [any Channel] = []
+        /// The shared sockets read on this loop: what a tick queued on them leaves at its end.
+        var sharedSockets: [LoadSharedSocket] = []
         /// The participants on the shared socket, by their loopback address (network order).
         var routes: [UInt32: LoadParticipant] = [:]
         /// How each connection hangs up.
@@ -80,8 +82,9 @@ final class LoadShard: Sendable {
     }
 
     /// Takes the shared socket's channel, to be closed with the others.
-    func adoptShared(_ channel: any Channel) {
-        onLoop.value.channels.append(channel)
+    func adoptShared(_ socket: LoadSharedSocket) {
+        onLoop.value.channels.append(socket.channel)
+        onLoop.value.sharedSockets.append(socket)
     }
 
     /// Every 5 ms: each connection's checks, retransmissions and due frames (a participant
@@ -95,6 +98,8 @@ final class LoadShard: Sendable {
                 participant.tick(now: now)
             }
             for connection in self.onLoop.value.auxiliaries { connection.tick(now: now) }
+            // The frames this tick made leave now, not after the loop's next round of reads.
+            for socket in self.onLoop.value.sharedSockets { socket.flush() }
         }
     }
 

@@ -104,8 +104,9 @@ final class LoadSharedSocket: Sendable {
 
     /// Queues `bytes` for `destination` from `source`, on the shard's loop; what the loop's
     /// current task (a tick over the shard's participants, a read) queues leaves in one
-    /// `sendmmsg` when it is done (`flush`). One system call per datagram was most of the
-    /// generator's sending cost at 3,000 participants (~11,000 calls a second).
+    /// `sendmmsg` when it is done (`flush`: the tick calls it, another task schedules it).
+    /// Sent one by one, 3,000 participants made about 11,000 system calls a second; the
+    /// kernel's work per datagram (the loopback receive path) stays.
     func send(_ bytes: [UInt8], from source: Address, to destination: SocketAddress) {
         guard case .v4(let server) = destination else { return }  // a shared socket is IPv4 loopback
         guard shard.loop.inEventLoop else {
@@ -119,9 +120,10 @@ final class LoadSharedSocket: Sendable {
         shard.loop.execute { [self] in flush() }
     }
 
-    /// Sends what is queued (IP_PKTINFO gives each its participant's source address). A full
-    /// send buffer drops the rest, as a real-time sender would.
-    private func flush() {
+    /// Sends what is queued (IP_PKTINFO gives each its participant's source address), on the
+    /// loop: at the end of the shard's tick, or of the task that queued it. A full send buffer
+    /// drops the rest, as a real-time sender would.
+    func flush() {
         let outbox = self.outbox.value
         outbox.flushScheduled = false
         outbox.send(on: descriptor)
