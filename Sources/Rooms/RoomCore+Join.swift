@@ -42,7 +42,9 @@ extension RoomCore {
             participants[request.callId] = participant
             joinOrder.append(request.callId)
             members.append(participant)
-            if participant.video.publisher != nil || !participant.video.slots.isEmpty { videoMembers.append(participant) }
+            if participant.video.publisher != nil || !participant.video.slots.isEmpty {
+                videoMembers.append(participant)
+            }
             let handle = mixer.addParticipant(request.callId, ssrc: analysis.audio.ssrc)
             participant.mixerHandle = handle
             while membersBySlot.count <= handle.slot { membersBySlot.append(nil) }

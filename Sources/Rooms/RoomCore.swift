@@ -69,9 +69,9 @@ public final class RoomCore {
     /// The next stripe of once-a-second member work, and the stripes of this firing
     /// (`RoomCore+Stripes`).
     var stripeCursor = 0
+    var dueStripes = (first: 0, count: 0)
     /// The room size from which that work is striped (a test lowers it).
     var stripedMemberMinimum = 200
-    var dueStripes = (first: 0, count: 0)
     /// The same participants by their mixer slot (`RoomAudioMixer.Handle.slot`): how the tick
     /// finds a mix's recipients without hashing a call ID per recipient.
     var membersBySlot: [Participant?] = []

@@ -299,7 +299,10 @@ def test_ten_thousand_half_open_tcp_connections_are_refused_or_timed_out(chorus_
         dropped_before_reset = softnet_dropped()
         floods[1].stop()  # resets them all: the server sees each connection end at once
         reset_at = time.monotonic()
-        released = lambda: fd_count(pid) <= baseline_fds + FD_SLACK  # noqa: E731
+
+        def released() -> bool:
+            return fd_count(pid) <= baseline_fds + FD_SLACK
+
         sampler.run_until(time.monotonic() + 5, released)
         dropped = softnet_dropped() - dropped_before_reset
         if not released() and dropped > 0:
