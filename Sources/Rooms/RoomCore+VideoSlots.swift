@@ -15,9 +15,10 @@ extension RoomCore {
     /// with a `video.slots` event.
     func reassignSlots(now: MediaTime) {
         // No viewer has a slot (an audio-only room): nothing to assign. One pass over the
-        // members, where the full recomputation below costs hash lookups per participant on
-        // every join, leave and dominant-speaker change: quadratic over a big room's join ramp.
-        guard members.contains(where: { !$0.video.slots.isEmpty }) else {
+        // video members (none in an audio-only room), where the full recomputation below costs
+        // hash lookups per participant on every join, leave and dominant-speaker change:
+        // quadratic over a big room's join ramp.
+        guard videoMembers.contains(where: { !$0.video.slots.isEmpty }) else {
             slotViewers.removeAll(keepingCapacity: true)
             return
         }

@@ -211,9 +211,20 @@ def room(chorus_server):
 
 def join_three(room: VideoRoom) -> None:
     """A, B and C (red, green, blue) join in that order with two slots each; returns once every
-    one of them decodes both its slots and the server told each who is in them."""
-    for name, rgb in COLOURS.items():
-        room.join(name, rgb)
+    one of them decodes both its slots and the server told each who is in them.
+
+    C joins only once A's and B's cameras are showable (each has the other in a slot): slots are
+    sticky, so a camera whose first keyframe came after C's join would take C's later slot and
+    the join order the tests expect would depend on that race."""
+    names = list(COLOURS)
+    for name in names[:2]:
+        room.join(name, COLOURS[name])
+    room.wait_established()
+    for name, other in ((names[0], names[1]), (names[1], names[0])):
+        room.event(lambda e, n=name, o=other: e.get("type") == "video.slots"
+                   and e.get("callId") == room.calls[n] and o in room.publishers(e),
+                   f"a video.slots event for {name} naming {other}")
+    room.join(names[2], COLOURS[names[2]])
     room.wait_established()
     for name, peer in room.peers.items():
         others = {n for n in COLOURS if n != name}
