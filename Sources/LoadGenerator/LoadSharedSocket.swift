@@ -171,7 +171,7 @@ final class LoadSharedOutbox {
                     datagram.source.3 = entry.source.bytes.2
                     datagrams.append(datagram)
                 }
-                _ = chorus_udp_send_batch(descriptor, datagrams, datagrams.count)
+                _ = chorus_udp_send_batch(descriptor, datagrams, datagrams.count, nil)
             }
         }
     }

@@ -38,9 +38,16 @@ final class DirectDatagramWriter: Sendable {
 
     enum WriterError: Error { case duplicate(Int32) }
 
-    /// Sends every datagram that can be sent; returns how many the kernel took.
-    func send(batch: [Transmit]) -> Int {
-        guard !batch.isEmpty else { return 0 }
+    /// What a batch's send did: how many datagrams the kernel took, and how many of those left
+    /// as segments of a coalesced message (UDP GSO: a frame's packets to one subscriber).
+    struct Sent: Equatable {
+        var datagrams = 0
+        var coalesced = 0
+    }
+
+    /// Sends every datagram that can be sent (`chorus_udp_send_batch`).
+    func send(batch: [Transmit]) -> Sent {
+        guard !batch.isEmpty else { return Sent() }
         let addressStride = MemoryLayout<sockaddr_in6>.stride
         let descriptorStride = MemoryLayout<chorus_udp_datagram>.stride
         var payloadBytes = 0
@@ -71,7 +78,9 @@ final class DirectDatagramWriter: Sendable {
             payload += item.datagram.count
             count += 1
         }
-        return chorus_udp_send_batch(descriptor, descriptors, count)
+        var coalesced = 0
+        let sent = chorus_udp_send_batch(descriptor, descriptors, count, &coalesced)
+        return Sent(datagrams: sent, coalesced: coalesced)
     }
 
     /// Fills in the local address numbered `base`, if there is one, for the socket's family.

@@ -204,12 +204,13 @@ public final class MediaSocket: DatagramSink, Service {
             return
         }
         let sent = writer.send(batch: batch)
-        if sent < batch.count { MediaMetrics.droppedOut.increment(by: batch.count - sent) }
-        guard sent > 0 else { return }
+        if sent.datagrams < batch.count { MediaMetrics.droppedOut.increment(by: batch.count - sent.datagrams) }
+        guard sent.datagrams > 0 else { return }
         var bytes = 0
         for item in batch { bytes += item.datagram.count }
-        MediaMetrics.datagramsOut.increment(by: sent)
+        MediaMetrics.datagramsOut.increment(by: sent.datagrams)
         MediaMetrics.bytesOut.increment(by: bytes)
+        if sent.coalesced > 0 { MediaMetrics.coalescedOut.increment(by: sent.coalesced) }
     }
 
     /// A read of at most this many datagrams leaves the reader light: it may run them itself
@@ -257,6 +258,8 @@ public enum MediaMetrics {
     /// Reads of the socket, by schedule: once per room tick, or on arrival (`ReadSchedule`).
     static let tickAlignedReads = Counter(label: "chorus_media_reads_total", dimensions: [("schedule", "tick")])
     static let promptReads = Counter(label: "chorus_media_reads_total", dimensions: [("schedule", "prompt")])
+    /// Datagrams sent as segments of one coalesced message (UDP GSO), of `datagramsOut`.
+    static let coalescedOut = Counter(label: "chorus_media_coalesced_datagrams_total")
     static let droppedOut = Counter(label: "chorus_media_dropped_total", dimensions: [("reason", "unsendable")])
     /// Sends to an ICE-TCP peer whose connection is gone or which is not reading fast enough.
     static let droppedTCP = Counter(label: "chorus_media_dropped_total", dimensions: [("reason", "tcp_unwritable")])

@@ -73,6 +73,47 @@ struct MediaSocketSendTests {
         #expect(received == expected)
     }
 
+    /// A read's forwards come out interleaved: each packet of a frame to every subscriber in turn.
+    /// The datagrams to one subscriber leave as segmented messages (equal sizes, the last shorter)
+    /// and must arrive as the same datagrams, whole and in order; a longer one after a shorter one
+    /// starts a new message, and a batch larger than a window (64) spans two.
+    @Test func aFramesPacketsToEachSubscriberLeaveCoalescedAndArriveAsTheSameDatagrams() throws {
+        let sender = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        try #require(sender >= 0)
+        defer { close(sender) }
+        let writer = try DirectDatagramWriter(duplicating: sender, isIPv6: false)
+        let receivers = try (0..<4).map { _ in try Receiver() }
+        let destinations = try receivers.map { try #require(TransportAddress(ipv4: "127.0.0.1", port: $0.port)) }
+        // Five frames: three of 1,100 + 1,100 + 300, then 200 + 900 (longer after shorter),
+        // then 40 packets of 1,000 (past one window).
+        let sizes = [[1_100, 1_100, 300], [1_100, 1_100, 300], [200, 900], [1_100, 1_100, 300],
+                     Array(repeating: 1_000, count: 40)]
+        var batch: [(datagram: [UInt8], destination: TransportAddress)] = []
+        var expected = Array(repeating: [[UInt8]](), count: receivers.count)
+        var serial = 0
+        for frame in sizes {
+            for size in frame {
+                for (index, destination) in destinations.enumerated() {
+                    serial += 1
+                    let datagram = [UInt8(index), UInt8(truncatingIfNeeded: serial), UInt8(truncatingIfNeeded: serial >> 8)]
+                        + Array(repeating: UInt8(truncatingIfNeeded: serial &* 31), count: size - 3)
+                    batch.append((datagram, destination))
+                    expected[index].append(datagram)
+                }
+            }
+        }
+        let sent = writer.send(batch: batch)
+        for (index, receiver) in receivers.enumerated() {
+            let received = receiver.receive(expected[index].count)
+            #expect(received.map(\.count) == expected[index].map(\.count), "receiver \(index)'s sizes")
+            let differing = zip(received, expected[index]).enumerated().first { $0.element.0 != $0.element.1 }?.offset
+            #expect(received == expected[index], "receiver \(index)'s datagrams differ first at \(differing.map(String.init) ?? "the end")")
+        }
+        // Every datagram but the 200- and 900-byte ones travelled in a segmented message (each of
+        // those is followed by a longer one, which starts a new message).
+        #expect(sent == DirectDatagramWriter.Sent(datagrams: batch.count, coalesced: batch.count - 2 * receivers.count))
+    }
+
     /// Whether this machine has IPv6 on loopback (a dual-stack socket needs it).
     static var hasIPv6Loopback: Bool {
         ((try? String(contentsOfFile: "/proc/net/if_inet6", encoding: .utf8)) ?? "").contains(" lo")

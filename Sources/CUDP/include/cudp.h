@@ -20,12 +20,17 @@ typedef struct chorus_udp_datagram {
     uint32_t source_interface;
 } chorus_udp_datagram;
 
-/// Sends `count` datagrams on the non-blocking UDP socket `fd` with sendmmsg(2), 64 per system
-/// call, retrying on EINTR. Returns how many the kernel took. A datagram it refuses for its
-/// destination is skipped; a full send buffer (EAGAIN) ends the batch, and the rest is dropped,
-/// not queued, as a real-time sender should. The caller counts `count - returned` as dropped.
-/// Callable from any thread.
-size_t chorus_udp_send_batch(int fd, const chorus_udp_datagram *datagrams, size_t count);
+/// Sends `count` datagrams on the non-blocking UDP socket `fd` with sendmmsg(2), in windows of
+/// 64, retrying on EINTR. Within a window, the datagrams to one destination (and source) keep
+/// their order, and runs of one size (the last may be shorter) leave as one segmented message
+/// (UDP_SEGMENT) that the kernel cuts back into those datagrams; the order between different
+/// destinations may change. Returns how many datagrams the kernel took. A datagram it refuses
+/// for its destination is skipped (a refused segmented message is retried datagram by
+/// datagram); a full send buffer (EAGAIN) ends the batch, and the rest is dropped, not queued,
+/// as a real-time sender should. The caller counts `count - returned` as dropped. `coalesced`
+/// (if not NULL) is set to how many of the datagrams taken left as segments of a coalesced
+/// message. Callable from any thread.
+size_t chorus_udp_send_batch(int fd, const chorus_udp_datagram *datagrams, size_t count, size_t *coalesced);
 
 /// A non-blocking, close-on-exec UDP socket with SO_REUSEADDR (as NIO's bootstrap sets it),
 /// bound to `address` (a sockaddr_in or sockaddr_in6 of `address_length` bytes). Returns the
