@@ -141,16 +141,19 @@ final class LoadParticipant: @unchecked Sendable {
     var keyframeRequestsReceived = 0
     private var probe: OpusDecoder?
     private var pcm = [Int16](repeating: 0, count: 5_760)
-    /// The RTP timestamp of the last mix frame that carried the burst tone.
+    /// The RTP timestamp of the last mix frame that carried the burst tone, and when it came.
     private var lastBurstFrameTimestamp: UInt32?
+    private var lastBurstFrameArrival = MediaTime(nanoseconds: 0)
     /// Mouth-to-ear latencies measured by this probe, milliseconds, and when.
     private(set) var latencies: [(at: MediaTime, ms: Double)] = []
     /// The burst starts this probe detected an onset of (what a missed onset is told from).
     private(set) var detectedBursts: Set<MediaTime> = []
     /// When this probe heard an onset of a burst it had already heard: the tone came back after
     /// 200 ms without it, an artifact (a mix encoder replaying its history did this), not a
-    /// latency.
-    private(set) var repeatedOnsets: [MediaTime] = []
+    /// latency. With the hole it came after, in the stream's time and in arrival time: a hole
+    /// in both is a mix that went on without the tone; one in the stream only is a jump of
+    /// the timestamps (ticks the server dropped).
+    private(set) var repeatedOnsets: [(at: MediaTime, hole: LoadResults.OnsetHole)] = []
     /// The measured window: the audio received in it is held against what the streams' own
     /// timing says was sent (`WindowRate`), by SSRC.
     var window = (from: MediaTime(nanoseconds: .max), until: MediaTime(nanoseconds: .max))
@@ -428,10 +431,15 @@ final class LoadParticipant: @unchecked Sendable {
             if detectedBursts.insert(sent).inserted {
                 latencies.append((now, Double(now.nanoseconds(since: sent)) / 1e6))
             } else {
-                repeatedOnsets.append(now)
+                let hole = LoadResults.OnsetHole(streamMs: Double(gap ?? 0) / 48,
+                                                 arrivalMs: Double(now.nanoseconds(since: lastBurstFrameArrival)) / 1e6)
+                repeatedOnsets.append((now, hole))
             }
         }
-        if startsOnset || (gap ?? 0) > 0 { lastBurstFrameTimestamp = timestamp }
+        if startsOnset || (gap ?? 0) > 0 {
+            lastBurstFrameTimestamp = timestamp
+            lastBurstFrameArrival = now
+        }
     }
 
 }

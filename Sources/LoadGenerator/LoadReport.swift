@@ -69,6 +69,7 @@ public enum LoadReport {
             ("Audio jitter", percentiles(results.audioJitter, [50, 95])),
             ("Mouth-to-ear", percentiles(results.mouthToEar, [50, 95, 99])),
             ("Onsets detected", onsets(results)),
+        ] + holes(results) + [
             ("Generator tick lag", results.generatorTickLag.map { percentiles($0, [95]) + "  max \(milliseconds($0.max))" }
                 ?? "not measured"),
             ("Video received", results.scenario.video
@@ -242,6 +243,14 @@ public enum LoadReport {
         let detected = "\(results.onsetsDetected ?? 0) of \(expected)"
         guard let repeated = results.onsetsRepeated, repeated > 0 else { return detected }
         return detected + ", \(repeated) heard twice"
+    }
+
+    /// A row for the holes before onsets heard twice, when there were any: in the stream's
+    /// time and in arrival time (a hole in the stream only is a jump of its timestamps).
+    static func holes(_ results: LoadResults) -> [(label: String, value: String)] {
+        guard let holes = results.repeatedOnsetHoles, !holes.isEmpty else { return [] }
+        let shown = holes.prefix(4).map { "\(number($0.streamMs, 0))/\(number($0.arrivalMs, 0))" }
+        return [("Holes before them, stream/arrival", shown.joined(separator: ", ") + " ms")]
     }
 
     /// A fixed-decimals number, or "n/a" when it is not finite (never "nan" or "inf").

@@ -139,6 +139,14 @@ public struct LoadResults: Codable, Sendable, Equatable {
     /// Onsets the probes heard a second time (the same burst's tone back after 200 ms without
     /// it): an artifact of the audio path, never counted as a latency.
     public var onsetsRepeated: Int?
+    /// Each repeated onset's hole: how long the tone was gone before it came back.
+    public var repeatedOnsetHoles: [OnsetHole]?
+    /// The hole before a repeated onset, in the mix stream's own time (its RTP timestamps) and
+    /// in arrival time, milliseconds.
+    public struct OnsetHole: Codable, Sendable, Equatable {
+        public var streamMs: Double
+        public var arrivalMs: Double
+    }
     /// How late the generator's own 5 ms tick ran in the measured window (ms): a latency figure
     /// near this says more about the generator than about the server.
     public var generatorTickLag: Distribution?

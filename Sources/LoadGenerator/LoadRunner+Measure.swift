@@ -99,9 +99,8 @@ extension LoadRunner {
                 participant.latencies.filter { $0.at >= self.window.from }.map(\.ms)
             } + Array(repeating: Self.onsetDeadlineMs, count: onsets.expected - onsets.detected)),
             onsetsExpected: onsets.expected, onsetsDetected: onsets.detected,
-            onsetsRepeated: participants.reduce(0) { count, probe in
-                count + probe.repeatedOnsets.filter { $0 >= self.window.from && $0 < self.window.until }.count
-            },
+            onsetsRepeated: repeatedHoles(participants).count,
+            repeatedOnsetHoles: repeatedHoles(participants),
             generatorTickLag: LoadResults.Distribution(contents.flatMap(\.tickLags)), bars: configuration.bars,
             videoFramesReceived: video.frames, videoPacketsReceived: video.received,
             videoSubscribers: video.subscribers, subscribersWithVideo: video.subscribers - video.blind.count,
@@ -130,6 +129,13 @@ extension LoadRunner {
 
     /// Audio received in the window by the listeners that must hear it, against what the
     /// streams' timing says was sent (`WindowRate`), percent short; nil when nobody must hear.
+    /// The holes before the onsets the probes heard twice in the measured window.
+    func repeatedHoles(_ participants: [LoadParticipant]) -> [LoadResults.OnsetHole] {
+        participants.flatMap { probe in
+            probe.repeatedOnsets.filter { $0.at >= window.from && $0.at < window.until }.map(\.hole)
+        }
+    }
+
     func rateLossPercent(_ participants: [LoadParticipant]) -> Double? {
         let rates = participants.filter(\.expectsAudio).flatMap { $0.windowRates.values }
         let expected = rates.reduce(0) { $0 + $1.expected }

@@ -65,5 +65,10 @@ struct LoadBarsTests {
         // A burst heard a second time is an artifact, not a latency: it counts as a missed onset.
         results.onsetsRepeated = 2
         #expect(LoadBars().failures(results) == ["onsets detected 200 of 200, 2 heard twice (99.0 %) < 99.5 %"])
+        // The summary says how long the tone was gone before each came back: a timestamp jump
+        // (a hole in the stream only) and a mix without the tone (a hole in both).
+        #expect(!LoadReport.summaryRows(results).contains { $0.label.hasPrefix("Holes") })
+        results.repeatedOnsetHoles = [.init(streamMs: 220, arrivalMs: 15.4), .init(streamMs: 240, arrivalMs: 238)]
+        #expect(LoadReport.summaryRows(results).contains { $0 == ("Holes before them, stream/arrival", "220/15, 240/238 ms") })
     }
 }
