@@ -26,6 +26,28 @@ def capacity(run: dict) -> float | None:
     return 1 / cost if cost else None
 
 
+def kernel_share(run: dict) -> str:
+    """The part of the server's CPU spent in the kernel (system time), percent. On loopback it
+    includes delivering the server's datagrams into the generator's sockets and waking their
+    readers, which every server pays per datagram: Janus's total CPU over Chorus's system CPU
+    bounds the per-CPU ratio whatever Chorus's own code costs."""
+    cores, system = run.get("serverCPUCores"), run.get("serverSystemCPUCores")
+    return f"{system * 100 / cores:.0f} %" if cores and system is not None else "—"
+
+
+def kernel_bound(servers: dict[str, dict]) -> float | None:
+    """Janus's (defaults) CPU per participant-second over Chorus's system CPU per
+    participant-second."""
+    chorus, janus = servers.get("chorus"), servers.get("janus")
+    if not chorus or not janus:
+        return None
+    system, established = chorus.get("serverSystemCPUCores"), chorus.get("established")
+    cost = janus.get("serverCPUSecondsPerParticipantSecond")
+    if not system or not established or not cost:
+        return None
+    return cost / (system / established)
+
+
 def row(server: str, run: dict, janus_capacity: float | None) -> str:
     m2e = run["mouthToEar"]
     cap = capacity(run)
@@ -40,6 +62,7 @@ def row(server: str, run: dict, janus_capacity: float | None) -> str:
         f"{m2e['p50']:.0f} / {m2e['p95']:.0f}" if m2e["count"] else "—",
         f"{run['joinTime']['p50']:.0f}",
         f"{cores:.3f}" if cores is not None else "—",
+        kernel_share(run),
         f"{run['serverCPUSecondsPerParticipantSecond'] * 1000:.2f}" if cap else "—",
         f"{cap:.0f}" if cap else "—",
         ratio,
@@ -57,7 +80,7 @@ def main() -> int:
         print(f"no results under {folder}", file=sys.stderr)
         return 1
     header = ("| server | established | listeners with audio | silent in DTX | loss % | mouth-to-ear p50 / p95 ms | join p50 ms "
-              "| server cores | server CPU-ms per participant-s | participants per core | vs Janus defaults "
+              "| server cores | of it in the kernel | server CPU-ms per participant-s | participants per core | vs Janus defaults "
               "| video: subscribers seeing, loss | generator cores | verdict |")
     for scenario, servers in sorted(runs.items()):
         first = next(iter(servers.values()))["scenario"]
@@ -69,6 +92,10 @@ def main() -> int:
         janus_capacity = capacity(servers["janus"]) if "janus" in servers else None
         for server in sorted(servers, key=lambda s: ORDER.index(s) if s in ORDER else 99):
             print("| " + row(server, servers[server], janus_capacity) + " |")
+        bound = kernel_bound(servers)
+        if bound:
+            print(f"\nJanus's CPU over Chorus's kernel time alone: {bound:.1f}× "
+                  "(the ratio this run could reach if Chorus's own code cost nothing)")
     return 0
 
 

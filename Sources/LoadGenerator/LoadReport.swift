@@ -77,6 +77,7 @@ public enum LoadReport {
                     + "\(results.videoFramesReceived) frames, loss \(number(results.videoLossPercent, 2)) %"
                 : "no video in this run"),
             ("Server", "\(results.serverCPUCores.map { number($0, 2) + " cores" } ?? "CPU unknown"), "
+                + (results.serverSystemCPUCores.map { number($0, 2) + " of them in the kernel, " } ?? "")
                 + (results.serverMemoryMB.map { number($0, 0) + " MB peak" } ?? "memory unknown")),
             ("Generator CPU", number(results.generatorCPUCores, 2) + " cores"),
             ("Host CPU stolen by the hypervisor",

@@ -85,6 +85,8 @@ public struct LoadResults: Codable, Sendable, Equatable {
         /// Server CPU (cores, 1.0 = one core busy) and resident memory; nil when unknown.
         public var serverCPUCores: Double?
         public var serverMemoryMB: Double?
+        /// The part of `serverCPUCores` spent in the kernel (system time).
+        public var serverSystemCPUCores: Double?
         /// The load generator's own CPU (cores).
         public var generatorCPUCores: Double
         /// Percent of the machine's CPU time its hypervisor gave to other guests (`HostSteal`).
@@ -92,7 +94,8 @@ public struct LoadResults: Codable, Sendable, Equatable {
 
         public init(second: Double, established: Int, audioPacketsReceived: Int, audioLossPercent: Double,
                     latencyMedianMs: Double, serverCPUCores: Double?, serverMemoryMB: Double?,
-                    generatorCPUCores: Double, hostStealPercent: Double? = nil) {
+                    generatorCPUCores: Double, hostStealPercent: Double? = nil,
+                    serverSystemCPUCores: Double? = nil) {
             self.second = second
             self.established = established
             self.audioPacketsReceived = audioPacketsReceived
@@ -102,6 +105,7 @@ public struct LoadResults: Codable, Sendable, Equatable {
             self.serverMemoryMB = serverMemoryMB
             self.generatorCPUCores = generatorCPUCores
             self.hostStealPercent = hostStealPercent
+            self.serverSystemCPUCores = serverSystemCPUCores
         }
     }
 
@@ -166,6 +170,10 @@ public struct LoadResults: Codable, Sendable, Equatable {
     /// Mean CPU over the steady part of the run (cores) and peak resident memory.
     public var serverCPUCores: Double?
     public var serverMemoryMB: Double?
+    /// The part of `serverCPUCores` spent in the kernel. On loopback it includes delivering the
+    /// server's datagrams into the generator's sockets and waking their readers, as it does for
+    /// every server measured, so a server's system time alone bounds its per-CPU ratio.
+    public var serverSystemCPUCores: Double?
     public var generatorCPUCores: Double
     /// Mean percent of the machine's CPU time stolen by its hypervisor over the steady part of
     /// the run (`HostSteal`): beside a run that fell behind, it tells a slow host from a slow

@@ -40,7 +40,8 @@ extension LoadRunner {
                     second: second, established: established, audioPacketsReceived: received,
                     audioLossPercent: lossPercent, latencyMedianMs: latency,
                     serverCPUCores: serverUsage?.cores, serverMemoryMB: serverUsage?.residentMB,
-                    generatorCPUCores: own.cores ?? 0, hostStealPercent: stolen))
+                    generatorCPUCores: own.cores ?? 0, hostStealPercent: stolen,
+                    serverSystemCPUCores: serverUsage?.systemCores))
                 self.progress(String(format: "running: %d established, loss %.2f %%, latency p50 %.0f ms, server %.2f cores",
                                      established, lossPercent, latency, serverUsage?.cores ?? 0))
             }
@@ -86,6 +87,7 @@ extension LoadRunner {
         scenario.janusPrebufferPackets = configuration.janusPrebufferPackets
         scenario.eventLoops = shards.count
         scenario.sockets = configuration.sharedSockets ? "shared" : "per-participant"
+        let serverSystemCPU = Self.mean(steady.compactMap(\.serverSystemCPUCores))
         var results = LoadResults(
             scenario: scenario,
             startedAt: started, participants: total, joined: participants.count, established: established.count,
@@ -112,6 +114,7 @@ extension LoadRunner {
             serverCPUSecondsPerParticipantSecond: serverCPU.map { $0 / Double(max(established.count, 1)) },
             samples: samples, errors: Array(errors.prefix(10)), passed: passed)
         let failed = configuration.bars.failures(results)
+        results.serverSystemCPUCores = serverSystemCPU
         results.failedBars = failed
         results.passed = passed && failed.isEmpty
         results.errors = Array((failed + results.errors).prefix(10))
