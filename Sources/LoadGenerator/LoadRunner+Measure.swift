@@ -87,7 +87,7 @@ extension LoadRunner {
         scenario.janusPrebufferPackets = configuration.janusPrebufferPackets
         scenario.eventLoops = shards.count
         scenario.sockets = configuration.sharedSockets ? "shared" : "per-participant"
-        let serverSystemCPU = Self.mean(steady.compactMap(\.serverSystemCPUCores))
+        let holes = repeatedHoles(participants)
         var results = LoadResults(
             scenario: scenario,
             startedAt: started, participants: total, joined: participants.count, established: established.count,
@@ -101,8 +101,8 @@ extension LoadRunner {
                 participant.latencies.filter { $0.at >= self.window.from }.map(\.ms)
             } + Array(repeating: Self.onsetDeadlineMs, count: onsets.expected - onsets.detected)),
             onsetsExpected: onsets.expected, onsetsDetected: onsets.detected,
-            onsetsRepeated: repeatedHoles(participants).count,
-            repeatedOnsetHoles: repeatedHoles(participants),
+            onsetsRepeated: holes.count,
+            repeatedOnsetHoles: holes,
             generatorTickLag: LoadResults.Distribution(contents.flatMap(\.tickLags)), bars: configuration.bars,
             videoFramesReceived: video.frames, videoPacketsReceived: video.received,
             videoSubscribers: video.subscribers, subscribersWithVideo: video.subscribers - video.blind.count,
@@ -114,7 +114,7 @@ extension LoadRunner {
             serverCPUSecondsPerParticipantSecond: serverCPU.map { $0 / Double(max(established.count, 1)) },
             samples: samples, errors: Array(errors.prefix(10)), passed: passed)
         let failed = configuration.bars.failures(results)
-        results.serverSystemCPUCores = serverSystemCPU
+        results.serverSystemCPUCores = Self.mean(steady.compactMap(\.serverSystemCPUCores))
         results.failedBars = failed
         results.passed = passed && failed.isEmpty
         results.errors = Array((failed + results.errors).prefix(10))
@@ -130,14 +130,15 @@ extension LoadRunner {
     /// than a second before it).
     static let onsetDeadlineMs = 1_000.0
 
-    /// Audio received in the window by the listeners that must hear it, against what the
-    /// streams' timing says was sent (`WindowRate`), percent short; nil when nobody must hear.
     /// The holes before the onsets the probes heard twice in the measured window.
     func repeatedHoles(_ participants: [LoadParticipant]) -> [LoadResults.OnsetHole] {
         participants.flatMap { probe in
             probe.repeatedOnsets.filter { $0.at >= window.from && $0.at < window.until }.map(\.hole)
         }
     }
+
+    /// Audio received in the window by the listeners that must hear it, against what the
+    /// streams' timing says was sent (`WindowRate`), percent short; nil when nobody must hear.
 
     func rateLossPercent(_ participants: [LoadParticipant]) -> Double? {
         let rates = participants.filter(\.expectsAudio).flatMap { $0.windowRates.values }
