@@ -272,6 +272,9 @@ func roomTickBenchmarks() {
 import Foundation
 
 /// Keeps the RTP sequence number increasing across samples (replay protection is on).
+/// `@unchecked Sendable`: the benchmark closures that capture it must be `Sendable`, but the
+/// harness runs one benchmark's samples one after another on one thread, so `value` is never
+/// touched from two threads at once.
 final class SequenceBox: @unchecked Sendable {
     var value: UInt16 = 0
 }

@@ -25,7 +25,7 @@ public final class AudioTickScenario {
     private var tickIndex = 0
 
     /// `lanes` above 1 spreads the big room's per-member work as the server does on that many
-    /// cores (`RoomCore+Lanes`); the lanes' threads are `concurrentPerform`'s.
+    /// cores (`AudioStage+Lanes`); the lanes' threads are `concurrentPerform`'s (`ConcurrentLanes`).
     public init(participants: Int, lanes: Int = 1) throws {
         self.participants = max(participants, Self.talkers + 1)
         room = try ConnectedRoom(settings: RoomSettings(maxParticipants: self.participants, mixedSpeakers: 3, videoSlots: 0),

@@ -28,7 +28,8 @@ public final class ConnectedRoom {
         let key = RoomKey(application: ApplicationKey(randomBytes: Array(repeating: 7, count: 16)),
                           room: try RoomID(validating: "bench"))
         let media = RoomCore.Media(dtls: try DTLSContext(certificate: DTLSCertificate()),
-                                   candidateAddress: "10.0.0.1", candidatePort: 3478, lanes: lanes)
+                                   candidateAddress: "10.0.0.1", candidatePort: 3478, lanes: lanes,
+                                   laneRunner: ConcurrentLanes())
         core = RoomCore(key: key, settings: settings, media: media,
                         wallClock: WallClock(reference: now, date: Date(timeIntervalSince1970: 1_800_000_000)),
                         logger: Logger(label: "bench-room"))

@@ -43,8 +43,7 @@ public final class CallRecorder: Service, Sendable {
         let continuation = self.continuation
         let database = self.database
         return { key, event in
-            if event.name == RoomEventName.recordingFailed.rawValue, case .string(let id)? = event.fields["recordingId"] {
-                let error: String? = if case .string(let text)? = event.fields["error"] { text } else { nil }
+            if case .recordingFailed(let id, let error) = event.event {
                 Task {
                     _ = try? await database.endRecording(recordingId: id, RecordingEnd(
                         state: "failed", at: event.time, durationMilliseconds: nil, bytes: nil, error: error))
@@ -116,45 +115,29 @@ public final class CallRecorder: Service, Sendable {
     }
 
     /// A call-quality event as a webhook, written with the call changes (in their order).
-    static func webhookChange(for event: RoomEvent, in key: RoomKey) -> CallChange? {
-        guard event.name == RoomEventName.callQualityWarning.rawValue
-                || event.name == RoomEventName.callQualityRecovered.rawValue else { return nil }
-        let callId: String? = if case .string(let id)? = event.fields["callId"] { id } else { nil }
-        let body = WebhookBodies.encode(type: event.name, at: event.time,
-                                        data: event.fields.merging(["roomId": .string(key.room.rawValue)]) { old, _ in old })
+    static func webhookChange(for record: RoomEventRecord, in key: RoomKey) -> CallChange? {
+        switch record.event {
+        case .callQualityWarning, .callQualityRecovered: break
+        default: return nil
+        }
+        let type = record.name.rawValue
+        let body = WebhookBodies.encode(type: type, at: record.time,
+                                        data: record.event.fields.merging(["roomId": .string(key.room.rawValue)]) { old, _ in old })
         return .webhookEvent(WebhookEventChange(eventId: WebhookBodies.newEventId(), applicationKey: key.application.rawValue,
-                                                roomId: key.room.rawValue, callId: callId, type: event.name, body: body,
-                                                at: event.time))
+                                                roomId: key.room.rawValue, callId: record.event.callId?.rawValue, type: type,
+                                                body: body, at: record.time))
     }
 
     /// The call-record change an event makes, if any.
-    static func change(for event: RoomEvent) -> CallChange? {
-        guard case .string(let callId)? = event.fields["callId"] else { return nil }
-        switch event.name {
-        case RoomEventName.participantEstablished.rawValue:
-            return .established(callId: callId, at: event.time)
-        case RoomEventName.participantEnded.rawValue:
-            let cause: String? = if case .string(let value)? = event.fields["endCause"] { value } else { nil }
-            // The transport's counters at the top level, the audio receive figures under
-            // "audio", the forwarder's counters under "video", the downlink and slots by name.
-            var merged: [String: EventField] = [:]
-            if case .object(let media)? = event.fields["media"] { merged = media }
-            if let audio = event.fields["audio"] { merged["audio"] = audio }
-            if let video = event.fields["video"] { merged["video"] = video }
-            // The downlink estimate over the call and each slot's last layer (issue 16).
-            if let downlink = event.fields["downlink"] { merged["downlink"] = downlink }
-            if let slots = event.fields["slots"] { merged["slots"] = slots }
-            // The call's quality summary: MOS, and each warning's count and seconds (issue 19).
-            if let quality = event.fields["quality"] { merged["quality"] = quality }
-            return .ended(callId: callId, at: event.time, cause: cause, serverStats: json(.object(merged)))
+    static func change(for record: RoomEventRecord) -> CallChange? {
+        switch record.event {
+        case .participantEstablished(let who, _):
+            return .established(callId: who.callId.rawValue, at: record.time)
+        case .participantEnded(let end):
+            return .ended(callId: end.member.callId.rawValue, at: record.time, cause: end.cause.rawValue,
+                          serverStats: end.serverStatistics)
         default:
             return nil
         }
-    }
-
-    static func json(_ field: EventField) -> String? {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return (try? encoder.encode(field)).map { String(decoding: $0, as: UTF8.self) }
     }
 }

@@ -93,17 +93,18 @@ struct ClusterAPITests {
             let key = RoomKey(application: try #require(server.application.applicationKey),
                               room: try RoomID(validating: room))
             let listener = Task { try await server.request("GET", "/v1/rooms/\(room)/events") }
-            var ended: [RoomEvent] = []
+            var ended: [CallEnd] = []
             try await eventually(every: .milliseconds(20)) {
                 if let opened = await server.api.registry.room(for: key) {
-                    ended = await opened.subscribe(after: nil).replay.filter { $0.name == "participant.ended" }
+                    ended = await opened.subscribe(after: nil).replay.compactMap { record in
+                        if case .participantEnded(let end) = record.event { end } else { nil }
+                    }
                 }
                 return ended.count >= 3
             }
             listener.cancel()
-            #expect(Set(ended.compactMap { if case .string(let id)? = $0.fields["callId"] { id } else { nil } })
-                    == Set(["ann", "bob", "cid"].map { calls[$0]! }))
-            #expect(ended.allSatisfy { $0.fields["endCause"] == .string("nodeLost") && $0.fields["nodeId"] == .string("remote") })
+            #expect(Set(ended.map(\.member.callId.rawValue)) == Set(["ann", "bob", "cid"].map { calls[$0]! }))
+            #expect(ended.allSatisfy { $0.cause == .nodeLost && $0.nodeId == "remote" })
             for user in ["ann", "bob"] {
                 let stored = try #require(try await server.database.call(callId: calls[user]!))
                 #expect(stored.state == "ended" && stored.endCause == "nodeLost")

@@ -44,12 +44,10 @@ struct CallQualityTests {
             for case .raised(let warning, _, _) in changes { raised.append(warning) }
         }
         #expect(raised == [.highJitter, .highRtt, .noAudioReceived])
-        if case .object(let fields) = quality.summary, case .object(let warnings)? = fields["warnings"] {
-            #expect(warnings.keys.sorted() == ["highJitter", "highRtt", "noAudioReceived"])
-            #expect(fields["mosMin"] != nil)
-        } else {
-            Issue.record("summary \(quality.summary)")
-        }
+        let summary = quality.summary
+        #expect(summary.warnings.keys.sorted() == ["highJitter", "highRtt", "noAudioReceived"])
+        #expect(summary.warnings["highJitter"]?.count == 1)
+        #expect(summary.mosMin != nil)
     }
 
     /// The loss a participant's receiver reports of the mix we send it is judged apart from the

@@ -19,11 +19,9 @@ struct RoomCoreLeaveTests {
     }
 
     func endCause(_ room: SimulatedRoom, _ name: String) -> String? {
-        let id = room.callId(name).rawValue
-        for event in room.events where event.name == "participant.ended" {
-            if case .string(id)? = event.fields["callId"], case .string(let cause)? = event.fields["endCause"] {
-                return cause
-            }
+        let id = room.callId(name)
+        for timed in room.events {
+            if case .participantEnded(let end) = timed.event, end.member.callId == id { return end.cause.rawValue }
         }
         return nil
     }
@@ -72,7 +70,7 @@ struct RoomCoreLeaveTests {
         for transmit in room.peers["ann"]!.hangUp() { room.send(transmit, from: room.peers["ann"]!) }
         room.run(milliseconds: 50)
         #expect(endCause(room, "ann") == "hungUp")
-        let ended = try #require(room.events.first { $0.name == "participant.ended" })
+        let ended = try #require(room.events.first { $0.event.name == .participantEnded })
         #expect(ended.at.nanoseconds(since: hungUpAt) < 20_000_000)
         #expect(room.snapshot("bob")?.state == .established)
     }
@@ -110,7 +108,7 @@ struct RoomCoreLeaveTests {
         let silentAt = room.now
         room.talk(milliseconds: 31_000)
         #expect(endCause(room, "ann") == "timeout")
-        let ended = try #require(room.events.first { $0.name == "participant.ended" })
+        let ended = try #require(room.events.first { $0.event.name == .participantEnded })
         let after = Double(ended.at.nanoseconds(since: silentAt)) / 1e9
         #expect(after > 29 && after < 31, "ended \(after) s after going silent")
         #expect(room.peers["ann"]!.closedByServerAt != nil)
@@ -181,7 +179,7 @@ struct RoomCoreRestartTests {
         _ = try room.core.renegotiate(room.callId("ann"), offer: try ann.restartICE(), now: room.now, into: &room.output)
         room.carryOut()
         room.talk(milliseconds: 31_000)
-        let ended = try #require(room.events.first { $0.name == "participant.ended" })
+        let ended = try #require(room.events.first { $0.event.name == .participantEnded })
         let after = Double(ended.at.nanoseconds(since: restartedAt)) / 1e9
         #expect(after > 29 && after < 31)
     }

@@ -4,7 +4,7 @@ import ChorusTestSupport
 import Testing
 
 /// A big room's once-a-second member work (call quality, the downlink estimate's sample) comes
-/// in stripes, a fiftieth of the room a tick (`RoomCore+Stripes`), and its video scans walk only
+/// in stripes, a fiftieth of the room a tick (`MemberStripes`), and its video scans walk only
 /// the members with video. The room here is made "big" by lowering the threshold: 60 members
 /// fill every stripe, ten of them twice.
 @Suite("RoomCore: once-a-second member work in stripes")
@@ -19,13 +19,13 @@ struct RoomCoreStripeTests {
             if index % 20 == 19 { room.talk(milliseconds: 40) }
         }
         room.talk(milliseconds: 200)
-        #expect(room.core.members.allSatisfy { $0.state == .established })
+        #expect(room.core.joinOrder.allSatisfy { $0.state == .established })
         return room
     }
 
     /// Each member's seconds judged, by call ID.
     func judged(_ room: SimulatedRoom) -> [CallID: Int] {
-        Dictionary(uniqueKeysWithValues: room.core.members.map { ($0.callId, $0.quality.seconds) })
+        Dictionary(uniqueKeysWithValues: room.core.quality.members.map { ($0.callId, $0.quality.seconds) })
     }
 
     @Test func everyMemberIsJudgedOnceASecondAndNoTickJudgesMoreThanItsStripe() throws {
@@ -68,7 +68,7 @@ struct RoomCoreStripeTests {
         let room = try stripedRoom()
         room.talk(milliseconds: 1_000)
         let now = room.now
-        let ages = room.core.members.map { member in member.estimateSampledAt.map { now.nanoseconds(since: $0) } }
+        let ages = room.core.bandwidth.members.map { member in member.estimateSampledAt.map { now.nanoseconds(since: $0) } }
         #expect(ages.allSatisfy { $0.map { $0 <= 1_000_000_000 } == true }, "sampled ages \(ages)")
     }
 
@@ -77,8 +77,8 @@ struct RoomCoreStripeTests {
         try room.join("ann", fixture: "aiortc-av-2slots.sdp")
         try room.join("bob")
         try room.join("cid", fixture: "aiortc-av-2slots.sdp")
-        #expect(room.core.videoMembers.map(\.callId) == [room.callId("ann"), room.callId("cid")])
+        #expect(room.core.video.members.map(\.callId) == [room.callId("ann"), room.callId("cid")])
         #expect(room.end("ann", cause: .hungUp))
-        #expect(room.core.videoMembers.map(\.callId) == [room.callId("cid")])
+        #expect(room.core.video.members.map(\.callId) == [room.callId("cid")])
     }
 }

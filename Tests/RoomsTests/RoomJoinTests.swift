@@ -63,7 +63,7 @@ struct RoomJoinTests {
         #expect(answer.snapshot.state == .progressing)
         let ufrag = try #require(answer.sdp.split(separator: "\r\n").first { $0.hasPrefix("a=ice-ufrag:") })
         let (events, _) = await room.subscribe(after: nil)
-        #expect(events.map(\.name) == ["participant.joined"], "\(events.map { ($0.name, $0.fields["endCause"]) })")
+        #expect(events.map(\.name) == [.participantJoined], "\(events.map(\.event))")
         #expect(routing.registered.contains(String(ufrag.dropFirst("a=ice-ufrag:".count))))
         #expect(await room.participantList().count == 1)
     }
@@ -78,8 +78,14 @@ struct RoomJoinTests {
         _ = try await room.join(headed)
         let (events, _) = await room.subscribe(after: nil)
         #expect(events.count == 2)
-        #expect(events.first?.fields["headers"] == nil)
-        #expect(events.last?.fields["headers"] == .object(["x-ticket": .string("42"), "lang": .string("sv")]))
+        guard case .participantJoined(_, _, let first)? = events.first?.event,
+              case .participantJoined(_, _, let last)? = events.last?.event
+        else {
+            Issue.record("not joins: \(events.map(\.event))")
+            return
+        }
+        #expect(first.isEmpty)
+        #expect(last == ["x-ticket": "42", "lang": "sv"])
     }
 
     @Test func fullRoomAndBadOffersAreRefused() async throws {
@@ -109,12 +115,12 @@ struct RoomJoinTests {
         #expect(await !room.end(first.snapshot.callId, cause: .kicked))
         await room.close(cause: .serverShutdown)
         let (events, _) = await room.subscribe(after: nil)
-        let names = events.map(\.name)
+        let names = events.map(\.name.rawValue)
         #expect(names == ["participant.joined", "participant.joined", "participant.ended", "participant.ended", "room.closed"])
-        let causes = events.compactMap { event -> String? in
-            if case .string(let cause)? = event.fields["endCause"] { return cause } else { return nil }
+        let causes = events.compactMap { record -> EndCause? in
+            if case .participantEnded(let end) = record.event { return end.cause } else { return nil }
         }
-        #expect(causes == ["kicked", "serverShutdown"])
+        #expect(causes == [.kicked, .serverShutdown])
         #expect(routing.registered.isEmpty)
         // Ids increase by one; resuming after the third replays only what followed.
         let ids = events.map(\.id)
@@ -132,6 +138,6 @@ struct RoomJoinTests {
         let snapshot = await room.update(callId, audioMuted: false, videoPaused: nil)
         #expect(snapshot?.audioMuted == false && snapshot?.videoPaused == true)
         let (all, _) = await room.subscribe(after: nil)
-        #expect(all.dropFirst().map(\.name) == ["audio.muted", "video.paused", "audio.unmuted"])
+        #expect(all.dropFirst().map(\.name) == [.audioMuted, .videoPaused, .audioUnmuted])
     }
 }

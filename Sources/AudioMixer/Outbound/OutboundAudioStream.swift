@@ -6,7 +6,8 @@ import ChorusCore
 ///
 /// Driven once per tick with the encoded payload of the recipient's mix: `packet(payload:…)`
 /// writes a complete RTP packet (header + payload) into a caller buffer and advances the
-/// sequence number by one and the timestamp by 960 (20 ms at 48 kHz). A tick the room does not
+/// sequence number by one and the timestamp by one frame (`frameTimestamps`: 960 for Opus,
+/// whose RTP clock is always 48 kHz; 160 for an 8 kHz stream). A tick the room does not
 /// send for (a silent mix it chose to skip, DTX) calls `skipFrame()`: the timestamp advances,
 /// the sequence number does not, and the next packet carries the marker bit as the first packet
 /// of a talk spurt (RFC 3551 §4.1). The first packet of the stream is marked too.
@@ -19,6 +20,8 @@ public struct OutboundAudioStream: Sendable, Equatable {
     public static let timestampsPerFrame: UInt32 = 960
 
     public let ssrc: SSRC
+    /// RTP timestamp units per 20 ms frame of this stream: its clock rate / 50.
+    public let frameTimestamps: UInt32
     public var payloadType: PayloadType
     /// The local ID the SDP bound `urn:ietf:params:rtp-hdrext:csrc-audio-level` to (RFC 6465),
     /// nil when not negotiated. Only one-byte IDs (1…14) are written; others are ignored.
@@ -39,9 +42,10 @@ public struct OutboundAudioStream: Sendable, Equatable {
     /// caller draws them, so the stream stays deterministic under test.
     public init(
         ssrc: SSRC, payloadType: PayloadType, initialSequenceNumber: UInt16, initialTimestamp: UInt32,
-        csrcAudioLevelExtensionID: UInt8? = nil
+        csrcAudioLevelExtensionID: UInt8? = nil, clockRate: Int = 48_000
     ) {
         self.ssrc = ssrc
+        frameTimestamps = UInt32(clamping: max(clockRate, 50) / 50)
         self.payloadType = payloadType
         nextSequenceNumber = initialSequenceNumber
         nextTimestamp = initialTimestamp
@@ -67,7 +71,7 @@ public struct OutboundAudioStream: Sendable, Equatable {
         packet.append(contentsOf: payload)
         lastSentTimestamp = nextTimestamp
         nextSequenceNumber &+= 1
-        nextTimestamp &+= Self.timestampsPerFrame
+        nextTimestamp &+= frameTimestamps
         packetCount &+= 1
         payloadOctetCount &+= UInt32(truncatingIfNeeded: payload.count)
         nextPacketStartsTalkSpurt = false
@@ -87,7 +91,7 @@ public struct OutboundAudioStream: Sendable, Equatable {
     /// 0), the sequence number does not, and the next packet starts a talk spurt.
     public mutating func skipFrame(_ frames: Int = 1) {
         guard frames > 0 else { return }
-        nextTimestamp &+= Self.timestampsPerFrame &* UInt32(truncatingIfNeeded: frames)
+        nextTimestamp &+= frameTimestamps &* UInt32(truncatingIfNeeded: frames)
         nextPacketStartsTalkSpurt = true
     }
 }

@@ -49,18 +49,18 @@ extension ControlAPI {
         }
     }
 
-    static func frame(_ event: RoomEvent) -> ByteBuffer {
-        ByteBuffer(string: "id: \(event.id)\nevent: \(event.name)\ndata: \(event.json())\n\n")
+    static func frame(_ event: RoomEventRecord) -> ByteBuffer {
+        ByteBuffer(string: "id: \(event.id)\nevent: \(event.name.rawValue)\ndata: \(event.json())\n\n")
     }
 
     enum StreamItem: Sendable {
-        case event(RoomEvent)
+        case event(RoomEventRecord)
         case keepAlive
     }
 
     /// The room's events with a keep-alive tick merged in; ends when the room's stream ends or
     /// when the returned continuation is finished (the client went away).
-    static func withKeepAlive(_ live: AsyncStream<RoomEvent>)
+    static func withKeepAlive(_ live: AsyncStream<RoomEventRecord>)
         -> (AsyncStream<StreamItem>, AsyncStream<StreamItem>.Continuation)
     {
         let (merged, continuation) = AsyncStream.makeStream(of: StreamItem.self)

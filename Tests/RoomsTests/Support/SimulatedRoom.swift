@@ -20,7 +20,7 @@ final class SimulatedRoom {
     var network: SimulatedNetwork
     private(set) var peers: [String: ClientPeer] = [:]
     private(set) var callIds: [String: CallID] = [:]
-    private(set) var events: [RoomCoreEvent] = []
+    private(set) var events: [TimedRoomEvent] = []
     /// The recording's full-mix file and each participant's track file, as the shell writes them.
     private(set) var recordedMix: [UInt8] = []
     private(set) var recordedTracks: [CallID: [UInt8]] = [:]
@@ -185,10 +185,11 @@ final class SimulatedRoom {
     /// Names of the events so far, with the participant's name for the ones about someone.
     func eventNames(_ filter: Set<String>? = nil) -> [String] {
         let names = Dictionary(uniqueKeysWithValues: callIds.map { ($0.value.rawValue, $0.key) })
-        return events.compactMap { event in
-            guard filter?.contains(event.name) ?? true else { return nil }
-            if case .string(let id)? = event.fields["callId"], let name = names[id] { return "\(event.name):\(name)" }
-            return event.name
+        return events.compactMap { timed in
+            let event = timed.event
+            guard filter?.contains(event.name.rawValue) ?? true else { return nil }
+            if let id = event.callId, let name = names[id.rawValue] { return "\(event.name.rawValue):\(name)" }
+            return event.name.rawValue
         }
     }
 }
