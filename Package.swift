@@ -245,7 +245,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "FuzzReplayTests", dependencies: ["FuzzEntryPoints"]),
-        .testTarget(name: "AudioMixerCodecTests", dependencies: ["AudioMixer", "ChorusCore", "COpus"]),
+        .testTarget(name: "AudioMixerCodecTests", dependencies: ["AudioMixer", "ChorusCore", "COpus", "ChorusTestSupport"]),
         .testTarget(name: "AudioMixerTests", dependencies: ["AudioMixer", "ChorusCore", "RTP", "ChorusTestSupport"]),
         .testTarget(name: "VideoForwarderTests", dependencies: ["VideoForwarder", "ChorusCore", "RTP"]),
         .testTarget(name: "LoadGeneratorTests",

@@ -1,20 +1,23 @@
 import Foundation
 
-/// A phase-continuous test tone at 48 kHz, cut into frames: what a test participant "says".
+/// A phase-continuous test tone (at 48 kHz unless told otherwise), cut into frames: what a test
+/// participant "says".
 public struct TestTone: Sendable {
     public let frequency: Double
     /// Peak amplitude, full scale 1.0.
     public let amplitude: Double
+    public let sampleRate: Double
     private var phase: Double = 0
 
-    public init(frequency: Double, amplitude: Double) {
+    public init(frequency: Double, amplitude: Double, sampleRate: Double = 48_000) {
         self.frequency = frequency
         self.amplitude = amplitude
+        self.sampleRate = sampleRate
     }
 
     public mutating func nextFrame(samples: Int = 960) -> [Int16] {
         var frame = [Int16](repeating: 0, count: samples)
-        let step = 2 * Double.pi * frequency / 48_000
+        let step = 2 * Double.pi * frequency / sampleRate
         for index in frame.indices {
             frame[index] = Int16((amplitude * 32767 * sin(phase)).rounded())
             phase += step

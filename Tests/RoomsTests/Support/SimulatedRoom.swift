@@ -27,6 +27,8 @@ final class SimulatedRoom {
     private(set) var closedTracks: Set<CallID> = []
     /// Each audio peer's microphone (silent until given a tone), sending while `talk` runs.
     var microphones: [String: PeerMicrophone] = [:]
+    /// Members of the plain-RTP kind (`joinPhone`), sending while `talk` runs.
+    private(set) var phones: [String: PCMPhone] = [:]
     private var ufrags: [String: CallID] = [:]
     private var bound: [TransportAddress: CallID] = [:]
     private var bySSRC: [SSRC: CallID] = [:]
@@ -70,6 +72,24 @@ final class SimulatedRoom {
         return peer
     }
 
+    /// Joins a plain-RTP member speaking L16 at `clockRate` (no ICE, DTLS or SRTP: it is
+    /// connected at the room's first poll), through the same seam as any member.
+    @discardableResult
+    func joinPhone(_ name: String, clockRate: Int = 8_000) throws -> PCMPhone {
+        nextPort += 1
+        let phone = PCMPhone(name: name, address: TransportAddress(ipv4: "10.0.0.3", port: nextPort)!, clockRate: clockRate)
+        let callId = CallID(guid: ApplicationKey(randomBytes: [UInt8(nextPort >> 8), UInt8(nextPort & 0xFF), 0xFE]
+            + Array(repeating: UInt8(nextPort & 0xFF), count: 13)).rawValue)
+        let connection = PlainRTPConnection(remote: phone.address, rtcpSSRC: phone.mixSSRC, now: now)
+        try core.admit(MemberJoin(callId: callId, userId: try UserID(validating: name), displayName: nil,
+                                  connection: connection, media: phone.media), now: now, into: &output)
+        carryOut()
+        phones[name] = phone
+        callIds[name] = callId
+        run(milliseconds: 40)
+        return phone
+    }
+
     /// Advances the clock `milliseconds` in 1 ms steps: arrivals are delivered, the room's
     /// timer fires every 20 ms, and `each` runs at every tick time before the room's tick (the
     /// peers' media senders).
@@ -104,6 +124,10 @@ final class SimulatedRoom {
                 guard let packet = self.microphones[name]?.nextPacket(from: peer) else { continue }
                 self.send(packet, from: peer)
             }
+            for phone in self.phones.values {
+                let packet = phone.nextPacket(to: Self.server)
+                self.network.send(packet.datagram, from: phone.address, to: packet.destination, now: now)
+            }
         }
     }
 
@@ -122,6 +146,8 @@ final class SimulatedRoom {
                 deliverToServer(arrival.datagram, from: arrival.source)
             } else if let peer = peers.values.first(where: { $0.address == arrival.destination }) {
                 for transmit in peer.receive(arrival.datagram, now: now) { send(transmit, from: peer) }
+            } else if let phone = phones.values.first(where: { $0.address == arrival.destination }) {
+                phone.receive(arrival.datagram)
             }
         }
     }

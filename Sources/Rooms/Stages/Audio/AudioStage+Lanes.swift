@@ -54,12 +54,12 @@ extension AudioStage {
     /// member's slot in the mixer (`RoomAudioMixer.ConcurrentInputs`). The same inputs as one
     /// by one: a member's frame depends only on its own state and on whether it was a mixed
     /// speaker, which its slot says.
-    mutating func feedMixerInLanes(_ lanes: Int, now: MediaTime) {
+    mutating func feedMixerInLanes(_ lanes: Int, now: MediaTime, mayHold: Bool) {
         laneInputFanOuts &+= 1
         let runner = laneRunner
         members.withUnsafeBufferPointer { members in
             mixer.withConcurrentInputs { inputs in
-                let job = InputLaneJob(members: members, inputs: inputs, now: now, lanes: lanes)
+                let job = InputLaneJob(members: members, inputs: inputs, now: now, lanes: lanes, mayHold: mayHold)
                 runner.run(lanes: lanes) { job.run(lane: $0) }
             }
         }
@@ -78,12 +78,13 @@ private struct InputLaneJob: @unchecked Sendable {
     let inputs: RoomAudioMixer<CallID>.ConcurrentInputs
     let now: MediaTime
     let lanes: Int
+    let mayHold: Bool
 
     func run(lane: Int) {
         let count = members.count
         for index in (count * lane / lanes)..<(count * (lane + 1) / lanes) {
             let member = members[index]
-            inputs.setInput(for: member.mixerHandle) { member.mixerInput(now: now, wasSpeaker: $0) }
+            inputs.setInput(for: member.mixerHandle) { member.mixerInput(now: now, wasSpeaker: $0, mayHold: mayHold) }
         }
     }
 }

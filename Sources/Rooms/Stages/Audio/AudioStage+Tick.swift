@@ -17,10 +17,13 @@ extension AudioStage {
     mutating func tick(now: MediaTime, into output: inout RoomOutput) -> AudioTickResult {
         ticks &+= 1
         let lanes = laneCount(forRecipients: members.count)
+        let mayHold = !hasPlainListeners
         if lanes > 1 {
-            feedMixerInLanes(lanes, now: now)
+            feedMixerInLanes(lanes, now: now, mayHold: mayHold)
         } else {
-            for member in members { mixer.setInput(for: member.mixerHandle) { member.mixerInput(now: now, wasSpeaker: $0) } }
+            for member in members {
+                mixer.setInput(for: member.mixerHandle) { member.mixerInput(now: now, wasSpeaker: $0, mayHold: mayHold) }
+            }
         }
         let tick = mixer.tick(now: now) { [membersBySlot] slot in
             guard membersBySlot.indices.contains(slot), let member = membersBySlot[slot] else { return nil }

@@ -86,11 +86,14 @@ final class MemberAudio {
 
     /// This tick's input to the mixer: the next frame out of the jitter buffer (decoded, held
     /// undecoded, concealed or nothing) with its level. The same on the room's thread and on a
-    /// lane; it touches only this member.
-    func mixerInput(now: MediaTime, wasSpeaker: Bool) -> AudioMixerInput {
+    /// lane; it touches only this member. `mayHold` says whether a frame may be held undecoded
+    /// at all: only while every listener takes Opus (a lone Opus talker's packet is then relayed
+    /// to all of them, where a listener in another codec needs the samples).
+    func mixerInput(now: MediaTime, wasSpeaker: Bool, mayHold: Bool) -> AudioMixerInput {
         var input = AudioMixerInput(muted: muted, receivesAudio: hearsMixes)
         if established {
-            let frame = nextFrame(now: now, isSpeaker: wasSpeaker, muted: muted)
+            let frame = nextFrame(now: now, isSpeaker: wasSpeaker, muted: muted,
+                                  mayHold: mayHold && inFormat?.codec == .opus)
             input.frame = frame.pcm.map { .int16($0) }
             input.audioLevel = frame.level
             input.undecoded = frame.undecoded
@@ -127,7 +130,7 @@ final class MemberAudio {
     /// held undecoded instead (`undecoded`, nil samples): the mixer asks for it
     /// (`decodeHeldFrame`) only when a mix needs its samples, so a lone talker, whose packet is
     /// relayed, is never decoded.
-    func nextFrame(now: MediaTime, isSpeaker: Bool = false, muted: Bool = false)
+    func nextFrame(now: MediaTime, isSpeaker: Bool = false, muted: Bool = false, mayHold: Bool = true)
         -> (pcm: [Int16]?, level: SSRCAudioLevel?, undecoded: Bool)
     {
         // A loud level stands for the few packets after it; a quiet one until the next packet.
@@ -142,7 +145,7 @@ final class MemberAudio {
         let decode = !muted && (isSpeaker || !quiet)
         // Silence leaves `pcm` as it was: its samples are not handed on below.
         let kind = receive.nextFrame(now: now, into: &pcm, comfortNoise: isSpeaker, decode: decode,
-                                     deferDecode: level != nil, heldIsQuiet: level.map { $0.dBov < Self.quietDBov } ?? false)
+                                     deferDecode: mayHold && level != nil, heldIsQuiet: level.map { $0.dBov < Self.quietDBov } ?? false)
         if talking { talkTicks &+= 1 }
         if kind == .skipped || kind == .undecoded {
             if kind == .skipped { skippedDecodes &+= 1 } else { undecodedFrames &+= 1 }
