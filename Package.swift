@@ -260,7 +260,8 @@ let package = Package(
         .testTarget(
             name: "RoomsTests",
             dependencies: [
-                "Rooms", "ChorusCore", "DTLS", "ChorusTestSupport", "AudioMixer", "RTP", "RTCP",
+                "Rooms", "ChorusCore", "DTLS", "ChorusTestSupport", "AudioMixer", "RTP", "RTCP", "PeerTransport",
+                "CongestionControl", "VideoForwarder",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]

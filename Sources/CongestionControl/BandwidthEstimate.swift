@@ -94,6 +94,22 @@ public struct BandwidthEstimate: Sendable, Equatable {
     public var isProbing: Bool
     /// The fraction of packets lost in the last loss window (at least 20 packets), 0…1.
     public var lossFraction: Double
+
+    /// An estimate as another component states it (a member of a room whose connection knows
+    /// its path some other way, a test).
+    public init(targetBitrate: Int, delayBasedBitrate: Int? = nil, lossBasedBitrate: Int? = nil,
+                acknowledgedBitrate: Int? = nil, limitedBy: EstimateLimit = .delay, usage: BandwidthUsage = .normal,
+                rateControlState: RateControlState = .hold, isProbing: Bool = false, lossFraction: Double = 0) {
+        self.targetBitrate = targetBitrate
+        self.delayBasedBitrate = delayBasedBitrate ?? targetBitrate
+        self.lossBasedBitrate = lossBasedBitrate ?? targetBitrate
+        self.acknowledgedBitrate = acknowledgedBitrate
+        self.limitedBy = limitedBy
+        self.usage = usage
+        self.rateControlState = rateControlState
+        self.isProbing = isProbing
+        self.lossFraction = lossFraction
+    }
 }
 
 /// One probe the sender should send (libwebrtc's ProbeClusterConfig): packets marked with `id`
@@ -106,6 +122,14 @@ public struct ProbeCluster: Sendable, Equatable {
     public let minimumBytes: Int
     public let minimumPackets: Int
     public let createdAt: MediaTime
+
+    public init(id: Int, targetBitrate: Int, minimumBytes: Int, minimumPackets: Int, createdAt: MediaTime) {
+        self.id = id
+        self.targetBitrate = targetBitrate
+        self.minimumBytes = minimumBytes
+        self.minimumPackets = minimumPackets
+        self.createdAt = createdAt
+    }
 
     /// How long the cluster takes at its rate, ns (at least its bytes at `targetBitrate`).
     public var durationNanoseconds: UInt64 {
