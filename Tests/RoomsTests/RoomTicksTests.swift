@@ -7,14 +7,6 @@ import Testing
 
 @testable import Rooms
 
-/// A tick source that only records its rooms: the test fires them.
-private final class RecordingTickSource: TickSource {
-    let receivers = NIOLockedValueBox<[ObjectIdentifier: any TickReceiver]>([:])
-    func add(_ receiver: any TickReceiver) { receivers.withLockedValue { $0[ObjectIdentifier(receiver)] = receiver } }
-    func remove(_ receiver: any TickReceiver) { _ = receivers.withLockedValue { $0.removeValue(forKey: ObjectIdentifier(receiver)) } }
-    var all: [any TickReceiver] { receivers.withLockedValue { Array($0.values) } }
-}
-
 extension Room {
     fileprivate var audioTicksRun: UInt64 { core.audioTicks }
     fileprivate var hasTimer: Bool { timer != nil }
@@ -25,11 +17,12 @@ extension Room {
 @Suite("Room: who fires its ticks")
 struct RoomTicksTests {
     private let source = RecordingTickSource()
+    private let clock = ManualClock()
 
     private func room() throws -> Room {
         let media = MediaEnvironment(dtls: try DTLSContext(certificate: DTLSCertificate()), sink: NullSink(),
                                      routing: RecordingRouting(), candidateAddress: "127.0.0.1", candidatePort: 10_000,
-                                     consentTimeoutNanoseconds: 600_000_000_000, ticks: source)
+                                     clock: clock, consentTimeoutNanoseconds: 600_000_000_000, ticks: source)
         let key = RoomKey(application: ApplicationKey(randomBytes: Array(repeating: 7, count: 16)),
                           room: try RoomID(validating: "ticks"))
         return Room(key: key, settings: .defaults, logger: Logger(label: "test"), media: media)
@@ -43,25 +36,25 @@ struct RoomTicksTests {
     }
 
     /// Fails if the room keeps a timer (it would tick without the source), if a firing does not
-    /// run its tick (on the caller's thread or handed to the room's queue), or if a closed room
-    /// stays in the source.
+    /// run its tick (on the caller's thread, or handed to the room's queue), or if a closed room
+    /// stays in the source. The room's clock is moved by hand, 20 ms per firing.
     @Test func aSmallRoomTicksWhenTheSourceFiresIt() async throws {
         let room = try room()
         try await join(room)
         let ticker = try #require(source.all.first)
         #expect(source.all.count == 1)
         #expect(await !room.hasTimer)
-        try await Task.sleep(for: .milliseconds(60))
         #expect(await room.audioTicksRun == 0, "no tick without a firing")
-        for _ in 0..<3 {
+        for fired in 1...3 {
+            clock.advance(milliseconds: 20)
             #expect(ticker.fire(mayRunInline: true))
-            try await Task.sleep(for: .milliseconds(20))
+            // Inline: the tick ran on this thread before `fire` returned.
+            #expect(await room.audioTicksRun == UInt64(fired))
         }
-        let inline = await room.audioTicksRun
-        #expect(inline >= 2, "\(inline) ticks from 3 firings 20 ms apart")
-        try await Task.sleep(for: .milliseconds(20))
+        clock.advance(milliseconds: 20)
         #expect(ticker.fire(mayRunInline: false))
-        try await eventually { await room.audioTicksRun > inline }
+        // Handed to the room's queue: an actor call queued after it runs after it.
+        #expect(await room.audioTicksRun == 4)
         await room.close()
         #expect(source.all.isEmpty)
     }

@@ -5,8 +5,8 @@ import Synchronization
 /// queue and in the room actor synchronously (`assumeIsolated`), in one step with one batch of
 /// replies, so packets never wait behind async hops.
 ///
-/// While the room is small, its queue idle and its next tick not yet due (`Room.inlineUntil`),
-/// the socket's reader runs a light read's RTP, RTCP and STUN itself (`queue.sync`, which
+/// While `RoomScheduling` allows it (the room small, its queue idle, its next tick not yet due:
+/// `Room.inlineUntil`), the socket's reader runs a light read's RTP, RTCP and STUN itself (`queue.sync`, which
 /// libdispatch runs on the calling thread). That saves the hop's wake-up of a worker thread,
 /// the largest single cost of a small meeting (a video meeting of 3 × 5 made 1,250 context
 /// switches a second; 15 % less CPU without them). Otherwise the datagrams hop, in one block
@@ -18,7 +18,7 @@ import Synchronization
 /// only to capture it), and everything it does with the room happens on the room's queue.
 final class ParticipantConnection: DatagramReceiver, @unchecked Sendable {
     let callId: CallID
-    private weak var room: Room?
+    private(set) weak var room: Room?
     private let executor: SerialQueueExecutor
     /// Whether the participant sends or receives video (set by the room on its queue, read by
     /// the socket's reader): its datagrams keep the reader prompt (`ReadSchedule`).
@@ -39,11 +39,12 @@ final class ParticipantConnection: DatagramReceiver, @unchecked Sendable {
 
     func receive(_ datagrams: ArraySlice<ReceivedDatagram>, readerIsLight: Bool) {
         guard let room, !datagrams.isEmpty else { return }
-        // Now, not the first datagram's arrival: a read once per tick reads datagrams that came
-        // up to a tick ago.
-        if readerIsLight, MediaTime.now().nanoseconds < room.inlineUntil.load(ordering: .relaxed), executor.isIdle,
-           !datagrams.contains(where: { PacketClass($0.datagram) == .dtls })
-        {
+        // Now on the room's clock, not the first datagram's arrival: a read once per tick reads
+        // datagrams that came up to a tick ago.
+        let handling = RoomScheduling.datagramHandling(
+            readerIsLight: readerIsLight, now: room.clock.now(), inlineUntil: room.inlineUntil.load(ordering: .relaxed),
+            queueIdle: executor.isIdle, carriesDTLS: datagrams.contains { PacketClass($0.datagram) == .dtls })
+        if handling == .inline {
             executor.queue.sync {
                 room.assumeIsolated { $0.handleDatagrams(datagrams) }
             }

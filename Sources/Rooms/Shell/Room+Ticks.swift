@@ -4,27 +4,32 @@ import Synchronization
 
 extension Room {
     /// Starts the room's ticks when it has something to tick for, or moves them to the driver
-    /// its size calls for: a room of fewer than `inlineDatagramLimit` participants is fired by
-    /// the media environment's `TickSource` (the port's reader, right after its read before
-    /// each tick: no wake-up of its own), a bigger one, or one without a source, by a timer on
-    /// its queue. A room on the border may briefly have both: the tick grid runs each tick once.
+    /// `RoomScheduling` says its size calls for: the media environment's `TickSource` (the
+    /// port's reader, right after its read before each tick: no wake-up of its own) for a small
+    /// room, else a timer on its queue. A room on the border may briefly have both: the tick
+    /// grid runs each tick once.
     func startTicksIfNeeded() {
-        guard core.needsTicks else { return }
-        if let source = media?.ticks, ticksFromSource {
-            if ticker == nil {
+        switch tickDriver {
+        case .none:
+            return
+        case .tickSource:
+            if ticker == nil, let source = media?.ticks {
                 let ticker = RoomTicker(room: self)
                 self.ticker = ticker
                 source.add(ticker)
             }
             stopTimer()
-        } else {
+        case .timer:
             if timer == nil { startTimer() }
             stopTicker()
         }
     }
 
-    /// Whether the tick source is this room's driver: it has one, and the room is small.
-    private var ticksFromSource: Bool { media?.ticks != nil && connections.count < Self.inlineDatagramLimit }
+    /// The driver the room needs now.
+    var tickDriver: RoomScheduling.TickDriver {
+        RoomScheduling.tickDriver(needsTicks: core.needsTicks, hasTickSource: media?.ticks != nil,
+                                  members: connections.count)
+    }
 
     /// Stops every tick driver: the room has nothing to tick for, or is closed.
     func stopTicks() {
@@ -63,21 +68,13 @@ extension Room {
     func runTicks() {
         core.tick(now: clock.now(), into: &output)
         carryOut()
-        let small = connections.count < Self.inlineDatagramLimit
+        let members = connections.count
         // The room may have grown past (or shrunk below) the size its driver is for.
-        if (ticker != nil) != ticksFromSource { startTicksIfNeeded() }
-        inlineUntil.store(inlineLimit(small: small), ordering: .relaxed)
-    }
-
-    /// Until when the reader may run this room's datagrams on its own thread. A timer's firing
-    /// waits on the queue unseen by `SerialQueueExecutor.isIdle`, so a timer-driven room stops
-    /// a guard before its next tick; a tick the reader hands over is counted there, and the
-    /// reader fires the ticks itself after its reads, so a room it ticks has no such limit.
-    private func inlineLimit(small: Bool) -> UInt64 {
-        guard small else { return 0 }
-        if ticker != nil { return .max }
-        let next = core.nextTickAt?.nanoseconds ?? 0
-        return next > Self.inlineGuardNanoseconds ? next - Self.inlineGuardNanoseconds : 0
+        let driver = tickDriver
+        if driver != .none, (ticker != nil) != (driver == .tickSource) { startTicksIfNeeded() }
+        let running: RoomScheduling.TickDriver = ticker != nil ? .tickSource : .timer
+        inlineUntil.store(RoomScheduling.inlineUntil(members: members, driver: running, nextTick: core.nextTickAt),
+                          ordering: .relaxed)
     }
 }
 
@@ -99,15 +96,21 @@ final class RoomTicker: TickReceiver, @unchecked Sendable {
 
     func fire(mayRunInline: Bool) -> Bool {
         guard let room else { return false }
-        if mayRunInline, executor.isIdle {
+        switch RoomScheduling.firing(mayRunInline: mayRunInline, queueIdle: executor.isIdle,
+                                     tickWaiting: waiting.load(ordering: .acquiring)) {
+        case .inline:
             executor.queue.sync {
                 executor.counted { room.assumeIsolated { $0.runTicks() } }
             }
-        } else if !waiting.exchange(true, ordering: .acquiringAndReleasing) {
+        case .enqueue:
+            // The exchange settles a race with another firing: only one tick waits.
+            guard !waiting.exchange(true, ordering: .acquiringAndReleasing) else { return true }
             executor.async { [weak room, self] in
                 waiting.store(false, ordering: .releasing)
                 room?.assumeIsolated { $0.runTicks() }
             }
+        case .alreadyWaiting:
+            break
         }
         return true
     }

@@ -19,12 +19,12 @@ import Synchronization
 /// Driven by `RoomRegistry` (open, close) and by the control API through the registry.
 public actor Room {
     public let key: RoomKey
-    let executor: SerialQueueExecutor
+    nonisolated let executor: SerialQueueExecutor
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
     let logger: Logger
     let media: MediaEnvironment?
-    let clock: any RoomClock
+    nonisolated let clock: any RoomClock
     let observer: RoomEventObserver?
     let core: RoomCore
     var log = RoomEventLog()
@@ -36,20 +36,11 @@ public actor Room {
     var timer: (any DispatchSourceTimer)?
     /// The tick source's handle on this room while the source fires its ticks (`Room+Ticks`).
     var ticker: RoomTicker?
-    /// Until when (a `MediaTime` in nanoseconds) the socket's reader may run this room's
-    /// datagrams on its own thread (`ParticipantConnection`): a little before the room's next
-    /// tick is due, because from then on the tick's firing is pending on the queue (which
-    /// `SerialQueueExecutor.isIdle` cannot see) and the reader would wait behind it, and behind
-    /// every other room's tick the workers run first. Zero for a room of `inlineDatagramLimit`
-    /// participants or more, and before the first tick; no limit while the reader fires the
-    /// room's ticks itself (`Room+Ticks`). Written on the room's queue after each tick, read by
-    /// the reader.
+    /// Until when (the room clock's nanoseconds) the socket's reader may run this room's
+    /// datagrams on its own thread (`ParticipantConnection`), as `RoomScheduling.inlineUntil`
+    /// says after each tick; zero before the first. Written on the room's queue, read by the
+    /// reader.
     nonisolated let inlineUntil = Atomic<UInt64>(0)
-    /// A room this big has ticks of a millisecond or more, which the reader would wait behind.
-    static let inlineDatagramLimit = 100
-    /// How long before its next tick's grid time a room stops taking datagrams inline: Dispatch
-    /// fires the timers up to a millisecond early or late (leeway), on one grid for all rooms.
-    static let inlineGuardNanoseconds: UInt64 = 2_000_000
     /// The recording's files while one runs (`Room+Recording`).
     var recordingFiles: RecordingFiles?
     /// Where a fanned-out step's batches are sent from (`LaneSenders`); made at the first.
