@@ -145,6 +145,20 @@ struct AudioStageTests {
         #expect(!stage.receiveReport(block, from: members[1].handle))
     }
 
+    /// A talking member who leaves is said to stop talking with the next tick, and the event
+    /// still names its user (the published schema requires it).
+    @Test func aTalkerWhoLeavesStopsTalkingByName() throws {
+        var stage = stage()
+        let members = try (0..<2).map { try Speaker(index: $0, media: Self.opusMember($0), stage: &stage) }
+        members[0].tone = TestTone(frequency: 500, amplitude: 0.3)
+        var now = MediaTime.seconds(10), output = RoomOutput()
+        try Self.run(&stage, members, ticks: 50, from: &now, output: &output)
+        stage.remove(members[0].handle)
+        _ = stage.tick(now: now.adding(milliseconds: 20), into: &output)
+        let stopped = output.events.compactMap { if case .talkingStopped(let who) = $0.event { who } else { nil } }
+        #expect(stopped == [EventMember(callId: members[0].callId, userId: try UserID(validating: "u0"))])
+    }
+
     /// A member taken out is forgotten; its figures were caught up first, and a later member
     /// may take its slot.
     @Test func removingAMemberFreesItsSlot() throws {

@@ -40,6 +40,7 @@ extension AudioStage {
         }
         encoders.retain(live)
         for event in tick.events { note(event, at: now, result: &result, into: &output) }
+        departedTalkers.removeAll()
         return result
     }
 
@@ -185,7 +186,7 @@ extension AudioStage {
             let started = if case .talkingStarted = event { true } else { false }
             let member = mixer.handle(for: id).flatMap(member)
             member?.talking = started
-            let who = EventMember(callId: id, userId: member?.userId)
+            let who = EventMember(callId: id, userId: member?.userId ?? departedTalkers[id])
             output.emit(started ? .talkingStarted(who) : .talkingStopped(who), at: now)
         case .dominantSpeaker(let id):
             output.emit(.speakerDominant(id.map { EventMember(callId: $0, userId: mixer.handle(for: $0).flatMap(member)?.userId) }),

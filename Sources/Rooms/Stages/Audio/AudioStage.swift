@@ -32,6 +32,9 @@ struct AudioStage {
     /// Members hearing their mix in an encoding other than Opus (phones): while there are
     /// none, a mix's recipients are not sorted by encoding.
     private var plainListeners = 0
+    /// Talking members who left since the last tick: their `talking.stopped` comes with the
+    /// next tick and still names their user.
+    var departedTalkers: [CallID: UserID] = [:]
     /// One recipient's mix packet, rebuilt for each (kept for its capacity), and one per lane.
     var mixPacket: [UInt8] = []
     var laneScratch: [[UInt8]] = []
@@ -82,6 +85,7 @@ struct AudioStage {
     mutating func remove(_ handle: Handle) {
         guard let member = member(handle) else { return }
         member.noteSilentMixes(through: ticks)
+        if member.talking { departedTalkers[member.callId] = member.userId }
         mixer.removeParticipant(member.callId)
         membersBySlot[handle.slot] = nil
         members.removeAll { $0 === member }
