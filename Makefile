@@ -32,17 +32,31 @@ PY := $(VENV)/bin/python
 HTTP_PORT ?= 8080
 OUTPUT := test-output
 
-.PHONY: run test deps venv build build-release unit interop tsan bench bench-thresholds bench-instructions bench-compare bench-cluster bench-lanes bench-capacity bench-mouth-to-ear bench-opus-quality fuzz fuzz-smoke fuzz-campaign bench-build soak clean
+.PHONY: run test check deps venv build build-release unit interop tsan bench bench-thresholds bench-instructions bench-compare bench-cluster bench-lanes bench-capacity bench-mouth-to-ear bench-opus-quality fuzz fuzz-smoke fuzz-campaign soak clean
 
 run: deps build-release
 	.build/release/chorus serve --db ./chorus.sqlite --demo --http-port $(HTTP_PORT)
 
-test: deps venv build
-	swift test --skip-build
-	mkdir -p $(OUTPUT)
-	CHORUS_BIN=$(CURDIR)/.build/debug/chorus $(PY) -m pytest Tests/Interop -q -p no:cacheprovider --durations=15
-	$(MAKE) bench-build
-	$(MAKE) fuzz-smoke
+# `make test`: the one build (tests, benchmarks and fuzz harnesses together), every Swift test,
+# the interop tests (those that may run at once three at a time, then the ones that must run
+# alone), and each fuzz harness briefly. Tests/Scripts/phases.sh prints each phase's time and
+# test counts at the end; the logs are in test-output/.
+INTEROP = CHORUS_BIN=$(CURDIR)/.build/debug/chorus $(PY) -m pytest Tests/Interop -q -p no:cacheprovider --durations=10
+test: deps venv
+	@Tests/Scripts/phases.sh \
+	  "build::swift build --build-tests" \
+	  "unit::swift test --skip-build" \
+	  "interop::$(INTEROP) -m 'not serial' -n 3" \
+	  "interop 1by1::$(INTEROP) -m serial" \
+	  "fuzz smoke::$(MAKE) --no-print-directory fuzz-smoke"
+
+# The edit-test loop: the build, every Swift test and the interop tests that run three at a time
+# (no browsers, load runs, floods or measured links: `make interop` runs those too).
+check: deps venv
+	@Tests/Scripts/phases.sh \
+	  "build::swift build --build-tests" \
+	  "unit::swift test --skip-build" \
+	  "interop::$(INTEROP) -m 'not serial' -n 3"
 
 # Debian packages: installed only when missing (apt-get update first, as a fresh machine needs).
 deps:
@@ -71,7 +85,8 @@ unit: deps build
 	swift test --skip-build
 
 interop: deps venv build
-	CHORUS_BIN=$(CURDIR)/.build/debug/chorus $(PY) -m pytest Tests/Interop -q -p no:cacheprovider
+	$(INTEROP) -m 'not serial' -n 3
+	$(INTEROP) -m serial
 
 # ThreadSanitizer over every Swift test suite (XCTest and Swift Testing; not the Python system
 # tests), built in its own scratch folder so that the normal debug build in .build stays valid.
@@ -86,11 +101,11 @@ TSAN_EXTRA ?=
 tsan: deps
 	TSAN_OPTIONS="halt_on_error=1 $(TSAN_EXTRA)" swift test --sanitize=thread --scratch-path $(TSAN_SCRATCH)
 
-# Benchmarks build in their own scratch folder: the manifest differs with CHORUS_BENCHMARKS set.
-# `make bench` runs them once, prints each one's wall-clock p90 and allocations, and checks the
+# Benchmarks run from a release build in their own scratch folder (`make test` builds them, debug,
+# with everything else, so they cannot rot). `make bench` runs them once, prints each one's wall-clock p90 and allocations, and checks the
 # allocations (p90) against Benchmarks/Thresholds (Benchmarks/check_allocations.py): more than
 # the stored count + 2 fails. Times are reported, never checked: this machine is too noisy.
-BENCH = CHORUS_BENCHMARKS=1 swift package --scratch-path .build-bench --disable-sandbox --allow-writing-to-package-directory
+BENCH = swift package --scratch-path .build-bench --disable-sandbox --allow-writing-to-package-directory
 BENCH_TARGETS = --target MediaPath --target ControlPlane
 bench: deps
 	rm -rf bench-output/bench && mkdir -p bench-output/bench
@@ -108,17 +123,6 @@ bench-thresholds: deps
 bench-instructions: deps
 	@dpkg -s valgrind >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq valgrind; }
 	Benchmarks/Instructions/count.sh
-
-# Part of `make test` (so CI builds them and they cannot rot): the benchmark executables, debug,
-# in the test build's own folder. The extra targets leave the other modules' compile commands
-# unchanged, so this compiles only the benchmark package and the harnesses (about 1 min, against
-# about 6 for a whole second debug build in a folder of its own), and the next plain
-# `swift build` recompiles nothing.
-bench-build: deps
-	CHORUS_BENCHMARKS=1 swift build --product MediaPath
-	CHORUS_BENCHMARKS=1 swift build --product ControlPlane
-	CHORUS_BENCHMARKS=1 swift build --product ForwardProfile
-	CHORUS_BENCHMARKS=1 swift build --product TickProfile
 
 # Chorus and Janus 1.1.2 (Debian's janus: AudioBridge) under the same `chorus load` scenarios, in
 # one run on this machine; Janus in a network namespace the script creates (root: ip netns).
@@ -190,14 +194,13 @@ fuzz: deps
 	done; \
 	if [ -n "$$failed" ]; then echo "fuzz: failures in$$failed; inputs saved in Fuzz/Crashes/"; exit 1; fi
 
-# Part of `make test` (so CI builds and starts every harness and they cannot rot): each harness
-# runs for FUZZ_SMOKE_SECONDS. They are built in the test build's folder with CHORUS_FUZZ=smoke:
-# libFuzzer instruments the harness module only, so nothing else is recompiled (20 s on this
-# machine, against 3.5 min for a debug ASan build of everything in a folder of its own). The
-# smoke runs are therefore blind (no coverage of the parsers, no ASan): they check that each
-# harness links, starts and survives random inputs. FuzzReplayTests replays every committed
-# input through the same entry points in the Swift suite; finding new bugs is `make fuzz`'s
-# and the campaign's job (coverage and ASan everywhere), so CI time is not spent on it.
+# Part of `make test` (so CI builds and starts every harness and they cannot rot): each harness,
+# built by `make build` with the rest (libFuzzer instruments the harness module only: seconds of
+# compiling), runs for FUZZ_SMOKE_SECONDS. The smoke runs are blind (no coverage of the parsers,
+# no ASan): they check that each harness links, starts and survives random inputs.
+# FuzzReplayTests replays every committed input through the same entry points in the Swift suite;
+# finding new bugs is `make fuzz`'s and the campaign's job (coverage and ASan everywhere), so CI
+# time is not spent on it.
 FUZZ_SMOKE_SECONDS ?= 3
 # The long campaign (Fuzz/campaign.sh): CAMPAIGN_SECONDS (3600) per target, CAMPAIGN_JOBS (2) at a
 # time at nice 19, then the committed corpus becomes the minimised union; commit Fuzz/Corpus.
@@ -208,8 +211,15 @@ fuzz-campaign: deps
 	FUZZ_SCRATCH=$(FUZZ_SCRATCH) Fuzz/campaign.sh $(CAMPAIGN_TARGETS)
 
 fuzz-smoke:
-	$(MAKE) fuzz FUZZ_SECONDS=$(FUZZ_SMOKE_SECONDS) FUZZ_CONFIG=debug FUZZ_SCRATCH=.build FUZZ_SEEDS=0 \
-	  FUZZ_BUILD="CHORUS_FUZZ=smoke swift build"
+	@mkdir -p test-output
+	@failed=""; for t in $(FUZZ_TARGETS); do \
+	  mkdir -p Fuzz/Crashes/$$t; \
+	  echo "== $$t: $(FUZZ_SMOKE_SECONDS) s"; \
+	  SWIFT_BACKTRACE=enable=no .build/debug/$$t -max_total_time=$(FUZZ_SMOKE_SECONDS) -timeout=10 \
+	    -artifact_prefix=Fuzz/Crashes/$$t/ >test-output/fuzz-$$t.log 2>&1 || failed="$$failed $$t"; \
+	  tail -1 test-output/fuzz-$$t.log; \
+	done; \
+	if [ -n "$$failed" ]; then echo "fuzz smoke: failures in$$failed; inputs saved in Fuzz/Crashes/"; exit 1; fi
 
 # A bounded load held for SOAK_MINUTES (60) against a release build, with resource growth
 # judged after the warm-up (Benchmarks/Soak; results in bench-output/soak, docs/RELIABILITY.md).

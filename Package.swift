@@ -288,52 +288,54 @@ let package = Package(
     swiftLanguageModes: [.v6]
 )
 
-// Benchmarks (ordo-one/benchmark) live in Benchmarks/ and join the package only when
-// CHORUS_BENCHMARKS is set (`make bench`), so `make test` and CI never build the harness.
-if ProcessInfo.processInfo.environment["CHORUS_BENCHMARKS"] != nil {
-    package.dependencies.append(
-        .package(url: "https://github.com/ordo-one/benchmark.git", from: "1.38.0", traits: ["MallocInterposer"]))
-    package.targets.append(
-        .executableTarget(
-            name: "ControlPlane",
-            dependencies: ["Auth", "ChorusCore", .product(name: "Benchmark", package: "benchmark")],
-            path: "Benchmarks/ControlPlane",
-            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]))
-    // A room core with connected client peers, shared by MediaPath, ForwardProfile and TickProfile
-    // (the same forward path and audio tick under callgrind).
-    package.targets.append(
-        .target(
-            name: "BenchmarkSupport",
-            dependencies: ["AudioMixer", "ChorusCore", "ChorusTestSupport", "DTLS", "RTP", "Rooms",
-                           .product(name: "Logging", package: "swift-log")],
-            path: "Benchmarks/Support"))
-    package.targets.append(
-        .executableTarget(
-            name: "MediaPath",
-            dependencies: ["AudioMixer", "ChorusCore", "RTP", "RTCP", "SRTP", "STUN", "VideoForwarder", "BenchmarkSupport",
-                           .product(name: "Benchmark", package: "benchmark")],
-            path: "Benchmarks/MediaPath",
-            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]))
-    package.targets.append(
-        .executableTarget(name: "ForwardProfile", dependencies: ["BenchmarkSupport"], path: "Benchmarks/ForwardProfile"))
-    package.targets.append(
-        .executableTarget(name: "TickProfile", dependencies: ["BenchmarkSupport"], path: "Benchmarks/TickProfile"))
-}
+// Benchmarks (ordo-one/benchmark, Benchmarks/) and the libFuzzer harnesses (Fuzz/<Name>/, one
+// per parser family) are part of the one build that `make test` makes (`swift build
+// --build-tests`): one build configuration for tests, benchmarks and the fuzzers' smoke runs, so
+// CI compiles each module once, in one build graph, and nothing can rot unbuilt. (They were
+// variants of the manifest behind environment variables: each variant re-resolved and re-planned
+// the package, twelve `swift build`s in all.) `make bench` runs the benchmarks from a release
+// build of its own (.build-bench); `make run` builds the `chorus` product alone.
+package.dependencies.append(
+    .package(url: "https://github.com/ordo-one/benchmark.git", from: "1.38.0", traits: ["MallocInterposer"]))
+package.targets.append(
+    .executableTarget(
+        name: "ControlPlane",
+        dependencies: ["Auth", "ChorusCore", .product(name: "Benchmark", package: "benchmark")],
+        path: "Benchmarks/ControlPlane",
+        plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]))
+// A room core with connected client peers, shared by MediaPath, ForwardProfile and TickProfile
+// (the same forward path and audio tick under callgrind).
+package.targets.append(
+    .target(
+        name: "BenchmarkSupport",
+        dependencies: ["AudioMixer", "ChorusCore", "ChorusTestSupport", "DTLS", "RTP", "Rooms",
+                       .product(name: "Logging", package: "swift-log")],
+        path: "Benchmarks/Support"))
+package.targets.append(
+    .executableTarget(
+        name: "MediaPath",
+        dependencies: ["AudioMixer", "ChorusCore", "RTP", "RTCP", "SRTP", "STUN", "VideoForwarder", "BenchmarkSupport",
+                       .product(name: "Benchmark", package: "benchmark")],
+        path: "Benchmarks/MediaPath",
+        plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]))
+package.targets.append(
+    .executableTarget(name: "ForwardProfile", dependencies: ["BenchmarkSupport"], path: "Benchmarks/ForwardProfile"))
+package.targets.append(
+    .executableTarget(name: "TickProfile", dependencies: ["BenchmarkSupport"], path: "Benchmarks/TickProfile"))
 
-// libFuzzer harnesses (Fuzz/<Name>/, one per parser family) join the package only when
-// CHORUS_FUZZ is set (`make fuzz` builds them with --sanitize=fuzzer in .build-fuzz, and libFuzzer
-// supplies `main`). Their inputs are replayed by FuzzReplayTests in every `make test`.
-// CHORUS_FUZZ=smoke (`make fuzz-smoke`, part of `make test`) instruments the harness alone, in the
-// test build's folder: the other modules keep their compile commands, so only the harnesses are
-// compiled (20 s against 3.5 min for a sanitized build of everything).
-if let fuzz = ProcessInfo.processInfo.environment["CHORUS_FUZZ"] {
-    let harnessOnly: [String] = fuzz == "smoke" ? ["-sanitize=fuzzer"] : []
-    package.targets.append(.target(name: "FuzzDriver", path: "Fuzz/Driver"))
-    for name in ["FuzzSTUN", "FuzzRTP", "FuzzRTCP", "FuzzSDP", "FuzzDTLS", "FuzzDatagram", "FuzzTCPFraming"] {
-        package.targets.append(
-            .executableTarget(
-                name: name, dependencies: ["FuzzEntryPoints", "FuzzDriver"], path: "Fuzz/\(name)",
-                swiftSettings: [.unsafeFlags(["-parse-as-library"] + harnessOnly)],
-                linkerSettings: [.unsafeFlags(harnessOnly)]))
-    }
+// The harnesses: libFuzzer supplies `main`. In the ordinary build only the harness module is
+// instrumented (`-sanitize=fuzzer` on it alone): the other modules keep their compile commands,
+// so the harnesses cost seconds, and `make test` runs each briefly (blind: no coverage of the
+// parsers, no ASan) to prove it links, starts and survives random inputs; FuzzReplayTests
+// replays every committed input in the Swift suite. CHORUS_FUZZ=1 (`make fuzz`, in .build-fuzz)
+// is the real campaign's build: `--sanitize=fuzzer` and ASan on every module.
+let fuzzCampaign = ProcessInfo.processInfo.environment["CHORUS_FUZZ"] != nil
+let harnessOnly: [String] = fuzzCampaign ? [] : ["-sanitize=fuzzer"]
+package.targets.append(.target(name: "FuzzDriver", path: "Fuzz/Driver"))
+for name in ["FuzzSTUN", "FuzzRTP", "FuzzRTCP", "FuzzSDP", "FuzzDTLS", "FuzzDatagram", "FuzzTCPFraming"] {
+    package.targets.append(
+        .executableTarget(
+            name: name, dependencies: ["FuzzEntryPoints", "FuzzDriver"], path: "Fuzz/\(name)",
+            swiftSettings: [.unsafeFlags(["-parse-as-library"] + harnessOnly)],
+            linkerSettings: [.unsafeFlags(harnessOnly)]))
 }

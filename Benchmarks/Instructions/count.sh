@@ -20,7 +20,7 @@ ROOMS=${ROOMS:-"40 1000"}
 OUT=${OUT:-bench-output/instructions}
 mkdir -p "$OUT"
 for product in TickProfile ForwardProfile; do
-    CHORUS_BENCHMARKS=1 swift build -c release --scratch-path .build-bench --product "$product" >"$OUT/build.log" 2>&1 ||
+    swift build -c release --scratch-path .build-bench --product "$product" >"$OUT/build.log" 2>&1 ||
         { cat "$OUT/build.log"; exit 1; }
 done
 BIN=.build-bench/release

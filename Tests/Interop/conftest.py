@@ -209,6 +209,39 @@ class ChorusServer:
         return requests.request(method, self.url(path), **kwargs)
 
 
+# -- which tests run in parallel -----------------------------------------------------------------
+
+# Files whose tests take most of a core or judge timing, loss or CPU on a shaped or loaded link:
+# they run one at a time (`make test`'s serial interop phase, `pytest -m serial`), after the rest
+# ran three at a time (`-m "not serial" -n 3`, pytest-xdist). Every other test uses ephemeral
+# ports, its own temporary folder and database, and network namespaces named by its process, so
+# several can run at once; most of their time is spent waiting on the server (timeouts,
+# retries, a few seconds of media), not on the two cores.
+SERIAL_FILES = {
+    # browsers and GStreamer: a headless browser takes most of a core for its camera and codecs
+    "test_browser.py", "test_cluster_web.py", "test_gstreamer_whip.py", "test_h264_forward.py",
+    "test_ice_restart_browser.py", "test_ice_tcp.py", "test_leave_browsers.py", "test_simulcast_layers.py",
+    "test_simulcast_negotiation.py", "test_temporal_layers.py", "test_transport_cc.py", "test_turn.py",
+    "test_web_client_restart.py", "test_downlink_estimate.py",
+    # load runs: their bars judge the server's CPU and each stream's timing
+    "test_load.py", "test_load_bars.py", "test_load_janus.py", "test_load_simulcast.py",
+    # floods: they saturate the server on purpose
+    "test_hostile_datagrams.py", "test_hostile_tcp.py", "test_tcp_half_open.py",
+    # loss and quality measured on lossy links; aiortc's VP8 encoder in Python
+    "test_call_quality.py", "test_audio_loss.py", "test_video_forward.py",
+}
+
+
+def pytest_configure(config) -> None:
+    config.addinivalue_line("markers", "serial: runs alone (a browser, a load run, a flood or a measured link)")
+
+
+def pytest_collection_modifyitems(items) -> None:
+    for item in items:
+        if item.path.name in SERIAL_FILES:
+            item.add_marker(pytest.mark.serial)
+
+
 _live: set[subprocess.Popen] = set()
 
 

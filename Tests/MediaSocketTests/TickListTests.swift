@@ -72,7 +72,10 @@ struct TickListTests {
         let points = Int((MediaTime.now().nanoseconds - start.nanoseconds) / ReadSchedule.period)
         let fires = log.fires
         #expect(fires.count >= 5 && fires.count <= points + 2, "\(fires.count) firings over \(points) grid points")
-        #expect(fires.allSatisfy { $0.inline })
+        // Inline unless the reader thread was descheduled for the 3 ms budget between the
+        // firing's start and the room's tick (the whole Swift suite runs at once on two cores:
+        // seen once in a `make test`); the budget itself is `firingsRunInlineWithinTheirBudget`'s.
+        #expect(fires.filter(\.inline).count * 2 > fires.count, "\(fires.filter(\.inline).count) of \(fires.count) inline")
         let phases = fires.map { Self.phase($0.at) }.sorted()
         let readPoint = Double(ReadSchedule.period - ReadSchedule.lead) / 1e6
         #expect(phases[phases.count / 2] >= readPoint && phases[phases.count / 2] < readPoint + 2.5, "\(phases)")
@@ -117,5 +120,29 @@ struct TickListTests {
         let gaps = zip(fires.dropFirst(), fires.dropFirst(2)).map { Double($1.at.nanoseconds - $0.at.nanoseconds) / 1e6 }
         let meanGap = gaps.reduce(0, +) / Double(gaps.count)
         #expect(meanGap >= 15 && meanGap < 40, "gaps \(gaps)")
+    }
+
+    /// The reader's firing on a clock the test gives: due only at the read point before a grid
+    /// point, its rooms fired on the reader's thread while within the 3 ms budget of the
+    /// firing's start and handed over after it, and a room that is gone leaves the list.
+    @Test func firingsRunInlineWithinTheirBudget() {
+        let list = TickList()
+        let log = Log()
+        let rooms = [Room(log: log), Room(log: log), Room(log: log)]
+        for room in rooms { list.add(room) }
+        var firing = TickFiring(list: list)
+        firing.fireIfDue(now: 1_000_000_000, clock: { 1_000_000_000 })  // the first firing: at once
+        #expect(log.fires.count == 3)
+        let start = firing.next
+        #expect(start == ReadSchedule.readPoint(after: 1_000_000_000))
+        firing.fireIfDue(now: start - 1, clock: { start })
+        #expect(log.fires.count == 3, "fired before its read point")
+        // The rooms' ticks start 1 ms, 2.9 ms and 3.5 ms into the firing.
+        var clock: [UInt64] = [start + 1_000_000, start + 2_900_000, start + 3_500_000]
+        firing.fireIfDue(now: start, clock: { clock.removeFirst() })
+        #expect(log.fires.suffix(3).filter(\.inline).count == 2, "the tick 3.5 ms into the firing was not handed over")
+        #expect(firing.next == ReadSchedule.readPoint(after: start))
+        firing.fireIfDue(now: start + 1_000, clock: { start + 1_000 })
+        #expect(log.fires.count == 6, "fired twice in one grid period")
     }
 }

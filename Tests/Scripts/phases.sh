@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs `make test`'s phases in order: each argument is "name::command". Each phase's output goes
+# to the terminal and to test-output/<name>.log; the first phase that fails stops the run. At the
+# end (pass or fail) it prints each phase's time and the test counts the logs report (Swift
+# Testing's and XCTest's summaries, pytest's), so a run that silently ran fewer tests shows.
+set -uo pipefail
+mkdir -p test-output
+names=() times=() results=()
+status=0
+for phase in "$@"; do
+    name=${phase%%::*} command=${phase#*::}
+    log="test-output/${name// /-}.log"
+    echo "== $name: $command"
+    start=$(date +%s)
+    bash -c "$command" 2>&1 | tee "$log"
+    status=${PIPESTATUS[0]}
+    names+=("$name") times+=($(( $(date +%s) - start ))) results+=("$([ "$status" = 0 ] && echo ok || echo FAILED)")
+    [ "$status" = 0 ] || break
+done
+
+counts() {
+    local log="test-output/${1// /-}.log"
+    [ -f "$log" ] || return 0
+    grep -hoE "Test run with [0-9]+ tests?|Executed [0-9]+ tests?, with [0-9]+ failures?|[0-9]+ (passed|failed|skipped|errors?)( in [0-9.]+s)?" "$log" \
+        | grep -vE "^Executed 0 tests" | sort -u | tr '\n' ';' | sed 's/;$//; s/;/; /g'
+}
+
+echo
+echo "== make test: phase times"
+total=0
+for index in "${!names[@]}"; do
+    seconds=${times[$index]}
+    total=$(( total + seconds ))
+    printf '  %-12s %4d min %02d s  %-6s %s\n' "${names[$index]}" $(( seconds / 60 )) $(( seconds % 60 )) \
+        "${results[$index]}" "$(counts "${names[$index]}")"
+done
+printf '  %-12s %4d min %02d s\n' "total" $(( total / 60 )) $(( total % 60 ))
+exit "$status"
