@@ -174,11 +174,25 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // The cluster's node (an edge target over the store): its identity, the heartbeat that
+        // renews its room leases, the sweep of lost nodes and the calls they left behind. The API
+        // asks it who holds a room; Rooms never knows of it. No HTTP.
+        .target(
+            name: "Cluster",
+            dependencies: [
+                "ChorusCore", "Rooms", "Storage",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+
         // REST control plane over Hummingbird (an edge target).
         .target(
             name: "ControlAPI",
             dependencies: [
-                "ChorusCore", "Auth", "ICELite", "Rooms", "SDP", "SRTP", "Storage",
+                "ChorusCore", "Auth", "ICELite", "Rooms", "SDP", "SRTP", "Storage", "Cluster",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -220,7 +234,7 @@ let package = Package(
         .executableTarget(
             name: "chorus",
             dependencies: [
-                "LoadGenerator",
+                "LoadGenerator", "Cluster",
                 "AudioMixer", "ChorusCore", "Auth", "Rooms", "SDP", "Storage", "PostgresStorage", "ControlAPI", "MediaSocket", "DTLS",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -273,6 +287,11 @@ let package = Package(
         .testTarget(
             name: "MediaSocketTests",
             dependencies: ["MediaSocket", "ChorusCore", "ChorusTestSupport", "STUN", .product(name: "Logging", package: "swift-log"),
+                           .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]
+        ),
+        .testTarget(
+            name: "ClusterTests",
+            dependencies: ["Cluster", "Rooms", "Storage", .product(name: "Logging", package: "swift-log"),
                            .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]
         ),
         .testTarget(

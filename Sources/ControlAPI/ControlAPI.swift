@@ -1,5 +1,6 @@
 import Auth
 import ChorusCore
+import Cluster
 import Foundation
 import Hummingbird
 import Logging

@@ -2,6 +2,7 @@ import ArgumentParser
 import AudioMixer
 import Auth
 import ChorusCore
+import Cluster
 import ControlAPI
 import Foundation
 import Hummingbird
