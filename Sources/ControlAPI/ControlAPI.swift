@@ -8,6 +8,7 @@ import NIOConcurrencyHelpers
 import Prometheus
 import Rooms
 import Storage
+import Webhooks
 
 /// Settings of the control plane that an operator may change.
 public struct ControlAPIConfiguration: Sendable {

@@ -13,6 +13,7 @@ import Rooms
 import SDP
 import ServiceLifecycle
 import Storage
+import Webhooks
 
 /// `chorus serve`: the composition root. Opens storage, builds the room registry and the
 /// control API, and runs them in a ServiceGroup that drains on SIGTERM/SIGINT.
@@ -150,7 +151,7 @@ struct Serve: AsyncParsableCommand {
         }
         let deliverWebhooks = outboundSetting == "on"
         config.outboundEnabled = deliverWebhooks
-        let webhooks = WebhookDispatcher(database: db, allowPrivateAddresses: config.allowPrivateOutbound,
+        let webhooks = WebhookDispatcher(database: db, bodies: ControlAPI.webhookBodies, allowPrivateAddresses: config.allowPrivateOutbound,
                                          logger: Logger(label: "chorus.webhooks"))
         let identity = try nodeIdentity(httpPort: port, mediaPort: boundMedia, addresses: addresses)
         let cluster = ClusterNode(identity: identity, store: db, registry: registry,
