@@ -248,11 +248,24 @@ let package = Package(
             swiftSettings: strict
         ),
 
-        // Composition root: the CLI and the service group.
+        // `chorus serve`'s settings: its options and their CHORUS_* fallbacks made into a checked
+        // ServeConfiguration, a pure value. A library of its own so that its tests can import it
+        // (test targets cannot import an executable target reliably on Linux).
+        .target(
+            name: "ServeSettings",
+            dependencies: [
+                "AudioMixer", "Cluster", "MediaSocket", "Rooms", "SDP", "Storage",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+
+        // Composition root: the CLI, and `serve`'s wiring of services from a ServeConfiguration.
         .executableTarget(
             name: "chorus",
             dependencies: [
-                "LoadGenerator", "Cluster", "Webhooks",
+                "LoadGenerator", "ServeSettings", "Cluster", "Webhooks",
                 "AudioMixer", "ChorusCore", "Auth", "Rooms", "SDP", "Storage", "PostgresStorage", "ControlAPI", "MediaSocket", "DTLS",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -317,6 +330,11 @@ let package = Package(
             dependencies: ["Webhooks", "Storage", .product(name: "NIOCore", package: "swift-nio"),
                            .product(name: "NIOPosix", package: "swift-nio"),
                            .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]
+        ),
+        .testTarget(
+            name: "ServeSettingsTests",
+            dependencies: ["ServeSettings", "Cluster", "MediaSocket", "Rooms", "Storage",
+                           .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
             name: "ControlAPITests",
