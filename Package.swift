@@ -38,6 +38,9 @@ let package = Package(
         // the TLS settings of `sslmode`.
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.25.0"),
+        // Webhook posts (the Webhooks target). Already resolved in the graph (Hummingbird's test
+        // support uses it); its own modules cost about a minute of a clean build (docs/ARCHITECTURE.md).
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.21.0"),
     ],
     targets: [
         // System libraries (edge of the C world). The shim header wraps macros and variadics.
@@ -174,20 +177,49 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // The cluster's node (an edge target over the store): its identity, the heartbeat that
+        // renews its room leases, the sweep of lost nodes and the calls they left behind. The API
+        // asks it who holds a room; Rooms never knows of it. No HTTP.
+        .target(
+            name: "Cluster",
+            dependencies: [
+                "ChorusCore", "Rooms", "Storage",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+
+        // Webhook delivery (an edge target): the outbox dispatcher, Standard Webhooks signatures,
+        // endpoint URLs, the outbound address policy (SSRF; RTP forwards use it too), and the
+        // posts, over AsyncHTTPClient pinned to the address the policy checked.
+        .target(
+            name: "Webhooks",
+            dependencies: [
+                "Auth", "Storage",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+
         // REST control plane over Hummingbird (an edge target).
         .target(
             name: "ControlAPI",
             dependencies: [
-                "ChorusCore", "Auth", "ICELite", "Rooms", "SDP", "SRTP", "Storage",
+                "ChorusCore", "Auth", "ICELite", "Rooms", "SDP", "SRTP", "Storage", "Cluster", "Webhooks",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 // HTTPParserError: framing errors the decoder raises mid-body become 400s.
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-                // Webhook deliveries: a small HTTP/1.1 client (WebhookPoster).
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -216,11 +248,24 @@ let package = Package(
             swiftSettings: strict
         ),
 
-        // Composition root: the CLI and the service group.
+        // `chorus serve`'s settings: its options and their CHORUS_* fallbacks made into a checked
+        // ServeConfiguration, a pure value. A library of its own so that its tests can import it
+        // (test targets cannot import an executable target reliably on Linux).
+        .target(
+            name: "ServeSettings",
+            dependencies: [
+                "AudioMixer", "Cluster", "MediaSocket", "Rooms", "SDP", "Storage",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+
+        // Composition root: the CLI, and `serve`'s wiring of services from a ServeConfiguration.
         .executableTarget(
             name: "chorus",
             dependencies: [
-                "LoadGenerator",
+                "LoadGenerator", "ServeSettings", "Cluster", "Webhooks",
                 "AudioMixer", "ChorusCore", "Auth", "Rooms", "SDP", "Storage", "PostgresStorage", "ControlAPI", "MediaSocket", "DTLS",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -275,6 +320,22 @@ let package = Package(
             name: "MediaSocketTests",
             dependencies: ["MediaSocket", "ChorusCore", "ChorusTestSupport", "STUN", .product(name: "Logging", package: "swift-log"),
                            .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]
+        ),
+        .testTarget(
+            name: "ClusterTests",
+            dependencies: ["Cluster", "Rooms", "Storage", .product(name: "Logging", package: "swift-log"),
+                           .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]
+        ),
+        .testTarget(
+            name: "WebhooksTests",
+            dependencies: ["Webhooks", "Storage", .product(name: "NIOCore", package: "swift-nio"),
+                           .product(name: "NIOPosix", package: "swift-nio"),
+                           .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]
+        ),
+        .testTarget(
+            name: "ServeSettingsTests",
+            dependencies: ["ServeSettings", "Cluster", "MediaSocket", "Rooms", "Storage",
+                           .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
             name: "ControlAPITests",

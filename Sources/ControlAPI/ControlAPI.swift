@@ -1,5 +1,6 @@
 import Auth
 import ChorusCore
+import Cluster
 import Foundation
 import Hummingbird
 import Logging
@@ -7,6 +8,7 @@ import NIOConcurrencyHelpers
 import Prometheus
 import Rooms
 import Storage
+import Webhooks
 
 /// Settings of the control plane that an operator may change.
 public struct ControlAPIConfiguration: Sendable {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Auth
 import Foundation
+import ServeSettings
 import Storage
 
 /// `chorus apps create|list`: application management from the command line.

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import PostgresStorage
+import ServeSettings
 import Storage
 
 /// The `chorus` command: `serve` runs the server, `apps` manages applications, `load` drives a
@@ -15,31 +16,30 @@ struct Chorus: AsyncParsableCommand {
         defaultSubcommand: Serve.self)
 }
 
-/// Reads `CHORUS_<NAME>` from the environment: every option falls back to one.
+/// Reads `CHORUS_<NAME>` from the environment, where `chorus load`'s credentials fall back to
+/// (`serve`'s settings are read by `ServeConfiguration`).
 func environment(_ name: String) -> String? {
     ProcessInfo.processInfo.environment["CHORUS_" + name]
 }
 
-/// `--db`, shared by every command that opens the database: an SQLite file (the default), or a
-/// PostgreSQL database as `postgres://user:password@host:port/dbname`.
-struct DatabaseOption: ParsableArguments {
-    @Option(name: .long, help: "SQLite file path, :memory:, or postgres://user:password@host:port/dbname (env CHORUS_DB, default ./chorus.sqlite).")
-    var db: String?
-
-    var text: String { db ?? environment("DB") ?? "./chorus.sqlite" }
-
-    /// The location, or a startup error that names what is wrong with it.
-    func location() throws -> StoreLocation {
-        do {
-            return try StoreLocation(parsing: text)
-        } catch {
-            throw ValidationError("--db: \(error.description)")
-        }
-    }
-
-    /// Opens (and migrates) the store `--db` names.
+extension DatabaseOption {
+    /// Opens (and migrates) the store `--db` (or `CHORUS_DB`) names; a location that cannot be
+    /// used is a startup error that names it.
     func open(logger: Logger = Logger(label: "chorus.storage")) async throws -> any ChorusStore {
-        switch try location() {
+        let location: StoreLocation
+        do {
+            location = try self.location(environment: ProcessInfo.processInfo.environment)
+        } catch {
+            throw ValidationError(error.description)
+        }
+        return try await location.open(logger: logger)
+    }
+}
+
+extension StoreLocation {
+    /// Opens (and migrates) the store here: SQLite through GRDB, or a PostgreSQL pool.
+    func open(logger: Logger) async throws -> any ChorusStore {
+        switch self {
         case .sqlite(let path): return try SQLiteStore(path: path)
         case .postgres(let url): return try await PostgresStore.connect(url, logger: logger)
         }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ServeSettings
 import Storage
 
 /// `chorus nodes list`: the cluster's nodes as the shared database has them.

@@ -128,15 +128,4 @@ struct ClusterAPITests {
             #expect(try await server.request("GET", "/v1/nodes", auth: "Bearer \(user)").status == 403)
         }
     }
-
-    @Test func nodeIDsAreSafeNamesAndHostNamesAreMadeSo() {
-        #expect(NodeIdentity.isValidNodeId("chorus-0.eu_west"))
-        for bad in ["", String(repeating: "n", count: 65), "a b", "ünïcode", "x/y", "n;drop"] {
-            #expect(!NodeIdentity.isValidNodeId(bad), "\(bad)")
-        }
-        #expect(NodeIdentity.nodeId(from: "büro host") == "b--ro-host")
-        #expect(NodeIdentity.isValidNodeId(NodeIdentity.nodeId(from: String(repeating: "é", count: 80))))
-        #expect(NodeIdentity.nodeId(from: "") == "node")
-        #expect(NodeIdentity(nodeId: "n", advertiseUrl: "http://h:1/", mediaAddresses: "").advertiseUrl == "http://h:1")
-    }
 }

@@ -4,6 +4,7 @@ import Foundation
 import Hummingbird
 import Rooms
 import SRTP
+import Webhooks
 
 struct ForwarderRequestBody: Decodable {
     var host: String

@@ -1,3 +1,4 @@
+import Cluster
 import Foundation
 import Hummingbird
 import Storage

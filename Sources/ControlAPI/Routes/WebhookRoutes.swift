@@ -2,6 +2,7 @@ import Auth
 import Foundation
 import Hummingbird
 import Storage
+import Webhooks
 
 /// An endpoint as the API shows it; `secret` only when it was just made (create, rotate).
 struct WebhookEndpointResponse: Encodable {

@@ -1,11 +1,16 @@
+import AsyncHTTPClient
 import Foundation
 import Logging
 import Metrics
 import NIOConcurrencyHelpers
 import NIOCore
-import NIOPosix
 import ServiceLifecycle
 import Storage
+
+/// Builds the body of an event that the store wrote without one (a trigger names only its
+/// subject record): the API's JSON shapes, which live in ControlAPI (`ControlAPI.webhookBodies`);
+/// nil when the subject is gone, and the event is dropped.
+public typealias WebhookBodyBuilder = @Sendable (WebhookEventRecord, any ChorusStore) async throws -> String?
 
 /// Delivers the webhook outbox: fans each new event out to its application's endpoints (one
 /// delivery each, with the body built once), then posts the due deliveries, signed, at most
@@ -17,6 +22,8 @@ import Storage
 /// endpoint gets one room's events in order; a retrying delivery holds its room's later ones.
 /// Retries follow `retryDelays` (with ±20 % jitter) for at least `retryWindow` after the
 /// event; then the delivery is marked failed and stays visible. A 410 disables the endpoint.
+/// Posts go out through `WebhookPoster` (AsyncHTTPClient, pinned to the address the
+/// `OutboundAddressPolicy` checked).
 public final class WebhookDispatcher: Service, Sendable {
     static let retryDelays: [Double] = [1, 2, 4, 8, 15, 30, 60, 120, 300, 600, 1_800, 3_600, 7_200]
     static let retryWindow: TimeInterval = 24 * 3_600
@@ -30,14 +37,17 @@ public final class WebhookDispatcher: Service, Sendable {
 
     private let database: any ChorusStore
     private let poster: WebhookPoster
+    private let bodies: WebhookBodyBuilder
     private let logger: Logger
     private let clock: @Sendable () -> Date
     private let stopping = NIOLockedValueBox(false)
 
-    public init(database: any ChorusStore, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+    public init(database: any ChorusStore, bodies: @escaping WebhookBodyBuilder,
+                group: any EventLoopGroup = HTTPClient.defaultEventLoopGroup,
                 allowPrivateAddresses: Bool, logger: Logger,
                 clock: @escaping @Sendable () -> Date = Date.init) {
         self.database = database
+        self.bodies = bodies
         self.poster = WebhookPoster(group: group, policy: OutboundAddressPolicy(allowPrivate: allowPrivateAddresses))
         self.logger = logger
         self.clock = clock
@@ -109,7 +119,7 @@ public final class WebhookDispatcher: Service, Sendable {
             try await database.dropUntakenWebhookEvents()
             for event in try await database.unfannedWebhookEvents(limit: 100) {
                 guard let row = event.id else { continue }
-                let body = try await WebhookBodies.body(for: event, in: database)
+                let body = try await bodies(event, database)
                 try await database.fanOutWebhookEvent(rowId: row, body: body, now: clock())
             }
         } catch {

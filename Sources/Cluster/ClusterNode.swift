@@ -69,7 +69,7 @@ public actor ClusterNode {
     let store: any ChorusStore
     let registry: RoomRegistry
     let clock: @Sendable () -> Date
-    let logger: Logger
+    public nonisolated let logger: Logger
     private let startedAt: Date
     private var lastBeat: Date?
     /// Start of the current run of successful heartbeats: a node sweeps others only after a
@@ -220,7 +220,7 @@ public actor ClusterNode {
     }
 
     /// The advertise URL of `nodeId`, from a list at most a heartbeat interval old.
-    func advertiseUrl(of nodeId: String) async throws(StorageError) -> String? {
+    public func advertiseUrl(of nodeId: String) async throws(StorageError) -> String? {
         let now = clock()
         if let cached = advertiseUrls, now.timeIntervalSince(cached.readAt) < timing.heartbeatInterval,
            let url = cached.byNode[nodeId] {
@@ -232,7 +232,7 @@ public actor ClusterNode {
     }
 
     /// Records a room this node now runs under its lease.
-    func adopt(applicationId: Int64, roomId: String, room: RoomKey) {
+    public func adopt(applicationId: Int64, roomId: String, room: RoomKey) {
         let key = LeaseKey(applicationId: applicationId, roomId: roomId)
         if placed[key] == nil { placed[key] = (room, clock()) }
     }
@@ -247,7 +247,7 @@ public actor ClusterNode {
     }
 
     /// Forgets a room that closed here and gives its lease up.
-    func release(applicationId: Int64, roomId: String) async {
+    public func release(applicationId: Int64, roomId: String) async {
         placed[LeaseKey(applicationId: applicationId, roomId: roomId)] = nil
         try? await store.releaseRoomLease(applicationId: applicationId, roomId: roomId, nodeId: identity.nodeId)
     }

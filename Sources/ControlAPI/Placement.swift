@@ -1,4 +1,5 @@
 import ChorusCore
+import Cluster
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -143,6 +144,19 @@ extension ControlAPI {
         let liveAfter = now().addingTimeInterval(-cluster.timing.lossAfter)
         return try await database.nodes().contains {
             $0.nodeId != cluster.identity.nodeId && $0.state == "up" && $0.heartbeatAt > liveAfter
+        }
+    }
+
+    /// Tells the room's stream of the calls a lost node's run of it left behind
+    /// (`ClusterNode.departures(of:)`). A database error leaves the room unannounced (the
+    /// sweeper still ends the calls), never the join failed.
+    private func announceDepartures(of record: RoomRecord, in room: Room) async {
+        do {
+            await room.announce(departures: try await cluster.departures(of: record))
+        } catch {
+            cluster.logger.warning("calls lost with their node not announced", metadata: [
+                "room": "\(record.roomId)", "error": "\(error)",
+            ])
         }
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Auth
 import Storage
+import Webhooks
 
 /// The body of each webhook event, built when the dispatcher fans the event out (once: every
 /// endpoint and every retry sends the same bytes). Standard Webhooks' shape: `type`,
@@ -112,6 +113,13 @@ enum WebhookBodies {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let envelope = Envelope(type: type, timestamp: time, data: data)
         return (try? encoder.encode(envelope)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    }
+}
+
+extension ControlAPI {
+    /// What the webhook dispatcher (Webhooks) builds event bodies with: the API's JSON shapes.
+    public static let webhookBodies: WebhookBodyBuilder = { event, database in
+        try await WebhookBodies.body(for: event, in: database)
     }
 }
 

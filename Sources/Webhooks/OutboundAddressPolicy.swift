@@ -8,12 +8,16 @@ import NIOConcurrencyHelpers
 /// deployment may allow them (`--webhooks-allow-private`). Names are resolved here, and the
 /// connection goes to the address that was checked, so a name cannot change between the check
 /// and the connect (DNS rebinding).
-struct OutboundAddressPolicy: Sendable {
+public struct OutboundAddressPolicy: Sendable {
     static let lookupTimeout: Duration = .seconds(3)
-    var allowPrivate = false
+    public var allowPrivate: Bool
+
+    public init(allowPrivate: Bool = false) {
+        self.allowPrivate = allowPrivate
+    }
 
     /// Why `host` may not be reached, or the addresses to connect to (all allowed).
-    func resolve(_ host: String, port: Int) async -> Result<[ResolvedAddress], OutboundRefusal> {
+    public func resolve(_ host: String, port: Int) async -> Result<[ResolvedAddress], OutboundRefusal> {
         // getaddrinfo has no timeout of its own: a resolver that never answers is given up on
         // after `lookupTimeout` (its thread finishes on its own).
         let addresses = await withCheckedContinuation { (continuation: CheckedContinuation<[ResolvedAddress], Never>) in
@@ -35,7 +39,7 @@ struct OutboundAddressPolicy: Sendable {
     }
 
     /// Whether an address (4 or 16 bytes) is one of the refused kinds.
-    static func isPrivate(_ bytes: [UInt8]) -> Bool {
+    public static func isPrivate(_ bytes: [UInt8]) -> Bool {
         if bytes.count == 16 {
             if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xFF && bytes[11] == 0xFF {
                 return isPrivate(Array(bytes[12..<16]))  // IPv4-mapped
@@ -80,9 +84,9 @@ struct OutboundAddressPolicy: Sendable {
 }
 
 /// One resolved address: its bytes (4 or 16) and its text.
-struct ResolvedAddress: Sendable, Equatable {
-    let bytes: [UInt8]
-    let text: String
+public struct ResolvedAddress: Sendable, Equatable {
+    public let bytes: [UInt8]
+    public let text: String
 
     init?(_ info: addrinfo) {
         guard let raw = info.ai_addr else { return nil }
@@ -104,11 +108,11 @@ struct ResolvedAddress: Sendable, Equatable {
 }
 
 /// Why an outbound destination was refused.
-enum OutboundRefusal: Error, Equatable, CustomStringConvertible {
+public enum OutboundRefusal: Error, Equatable, CustomStringConvertible {
     case unresolved(String)
     case notAllowed(host: String, address: String)
 
-    var description: String {
+    public var description: String {
         switch self {
         case .unresolved(let host): "\(host) does not resolve"
         case .notAllowed(let host, let address):

@@ -1,4 +1,4 @@
-@testable import ControlAPI
+@testable import Webhooks
 import Foundation
 import Storage
 import Testing
@@ -18,8 +18,7 @@ struct WebhookUnitTests {
 
     @Test func endpointURLs() throws {
         let url = try #require(WebhookURL("https://hooks.example.com:8443/in?x=1"))
-        #expect(url.secure && url.host == "hooks.example.com" && url.port == 8443 && url.target == "/in?x=1")
-        #expect(url.hostHeader == "hooks.example.com:8443")
+        #expect(url.secure && url.host == "hooks.example.com" && url.port == 8443)
         #expect(WebhookURL("http://[::1]/h")?.host == "::1")
         for bad in ["ftp://x/y", "http://", "https://user:pw@host/", "http://h:0/", "not a url",
                     "http://h/" + String(repeating: "a", count: 2_100)] {
