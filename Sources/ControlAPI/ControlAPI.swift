@@ -104,7 +104,9 @@ public final class ControlAPI: Sendable {
         // One structured access-log line per request, carrying hb.request.id (= x-request-id).
         router.add(middleware: LogRequestsMiddleware(.info))
         if let rate = configuration.rateLimitPerSecond, rate > 0 {
-            router.add(middleware: RateLimitMiddleware(limiter: RateLimiter(perSecond: rate, burst: rate * 2)))
+            // Two seconds' worth at once, and at least one request: below half a request a second a
+            // burst under one token would refuse every request for ever.
+            router.add(middleware: RateLimitMiddleware(limiter: RateLimiter(perSecond: rate, burst: max(1, rate * 2))))
         }
         var routes = RouteTable()
         addOperationRoutes(router, &routes)
