@@ -9,6 +9,7 @@ import Testing
 @testable import Rooms
 
 /// Keeps the receiver the room registers for each ufrag, as the media port's router would.
+/// `@unchecked Sendable`: its mutable state is only touched under `lock`.
 private final class ReceiverRouting: MediaRouting, @unchecked Sendable {
     private let lock = NIOLock()
     private var receivers: [String: any DatagramReceiver] = [:]

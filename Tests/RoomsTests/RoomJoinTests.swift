@@ -8,6 +8,7 @@ import Rooms
 import Testing
 
 /// Records routing-table changes instead of demultiplexing a real socket.
+/// `@unchecked Sendable`: its mutable state is only touched under `lock`.
 final class RecordingRouting: MediaRouting, @unchecked Sendable {
     private let lock = NIOLock()
     private var ufrags: Set<String> = []

@@ -5,6 +5,9 @@ import Synchronization
 /// plain `DispatchQueue` is not a `SerialExecutor`, so each Room gets this small adapter. The
 /// room's media timer (a `DispatchSourceTimer` on the same queue) can then enter the actor with
 /// `assumeIsolated` and no hop: one thread of control per room, no locks on the media path.
+///
+/// `@unchecked Sendable`: its stored properties are an immutable queue reference (queues are
+/// thread-safe) and an atomic counter; it holds no other state.
 public final class SerialQueueExecutor: SerialExecutor, @unchecked Sendable {
     /// The queue every job of the owning actor runs on. Immutable after init.
     public let queue: DispatchQueue
