@@ -95,7 +95,8 @@ let package = Package(
         // DTLS 1.2 handshake with OpenSSL over memory (one datagram per record flight), sans-IO.
         .target(name: "DTLS", dependencies: ["ChorusCore", "COpenSSL", "SRTP"], swiftSettings: strict),
 
-        // One participant's connection: classify, ICE, DTLS, SRTP, RTCP reports.
+        // One participant's connection: classify, ICE, DTLS, SRTP, RTCP reports; and the client
+        // side of a connection (`ClientTransport`), which the tests and the load generator share.
         .target(
             name: "PeerTransport",
             dependencies: ["ChorusCore", "STUN", "ICELite", "DTLS", "SRTP", "RTP", "RTCP", "CongestionControl", "AudioMixer"],
@@ -240,7 +241,7 @@ let package = Package(
         .testTarget(
             name: "PeerTransportTests",
             dependencies: [
-                "PeerTransport", "ChorusCore", "DTLS", "ICELite", "STUN", "SRTP", "RTP", "RTCP",
+                "PeerTransport", "ChorusCore", "DTLS", "ICELite", "STUN", "SRTP", "RTP", "RTCP", "ChorusTestSupport",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
