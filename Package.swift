@@ -199,11 +199,12 @@ let package = Package(
         ),
 
         // What several test targets share: seeded generators, test signals, the fixtures, a
-        // client peer built from the project's own client-role ICE, DTLS and SRTP, and a
+        // client peer over PeerTransport's `ClientTransport` (the load generator's too), and a
         // throwaway PostgreSQL server (Debian's binaries, started and removed by the tests).
         .target(
             name: "ChorusTestSupport",
-            dependencies: ["ChorusCore", "STUN", "ICELite", "DTLS", "SRTP", "RTP", "RTCP", "CongestionControl", "AudioMixer"],
+            dependencies: ["ChorusCore", "STUN", "ICELite", "DTLS", "SRTP", "RTP", "RTCP", "CongestionControl", "AudioMixer",
+                           "PeerTransport"],
             swiftSettings: strict
         ),
 
