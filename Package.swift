@@ -116,11 +116,11 @@ let package = Package(
         .target(name: "VideoForwarder", dependencies: ["ChorusCore", "RTP"], swiftSettings: strict),
 
         // `chorus load`: simulated participants over real connections (an edge target: sockets,
-        // HTTP, its own event loop), reusing the protocol engines in client role.
+        // HTTP, its own event loop), each over PeerTransport's `ClientTransport`.
         .target(
             name: "LoadGenerator",
             dependencies: [
-                "ChorusCore", "Auth", "ICELite", "STUN", "DTLS", "SRTP", "AudioMixer", "RTP", "RTCP", "CVPX", "ICETCP",
+                "ChorusCore", "Auth", "ICELite", "DTLS", "AudioMixer", "RTP", "RTCP", "CVPX", "ICETCP",
                 "PeerTransport", "CUDP",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
