@@ -98,7 +98,8 @@ let package = Package(
         // DTLS 1.2 handshake with OpenSSL over memory (one datagram per record flight), sans-IO.
         .target(name: "DTLS", dependencies: ["ChorusCore", "COpenSSL", "SRTP"], swiftSettings: strict),
 
-        // One participant's connection: classify, ICE, DTLS, SRTP, RTCP reports.
+        // One participant's connection: classify, ICE, DTLS, SRTP, RTCP reports; and the client
+        // side of a connection (`ClientTransport`), which the tests and the load generator share.
         .target(
             name: "PeerTransport",
             dependencies: ["ChorusCore", "STUN", "ICELite", "DTLS", "SRTP", "RTP", "RTCP", "CongestionControl", "AudioMixer"],
@@ -118,11 +119,11 @@ let package = Package(
         .target(name: "VideoForwarder", dependencies: ["ChorusCore", "RTP"], swiftSettings: strict),
 
         // `chorus load`: simulated participants over real connections (an edge target: sockets,
-        // HTTP, its own event loop), reusing the protocol engines in client role.
+        // HTTP, its own event loop), each over PeerTransport's `ClientTransport`.
         .target(
             name: "LoadGenerator",
             dependencies: [
-                "ChorusCore", "Auth", "ICELite", "STUN", "DTLS", "SRTP", "AudioMixer", "RTP", "RTCP", "CVPX", "ICETCP",
+                "ChorusCore", "Auth", "ICELite", "DTLS", "AudioMixer", "RTP", "RTCP", "CVPX", "ICETCP",
                 "PeerTransport", "CUDP",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -230,11 +231,12 @@ let package = Package(
         ),
 
         // What several test targets share: seeded generators, test signals, the fixtures, a
-        // client peer built from the project's own client-role ICE, DTLS and SRTP, and a
+        // client peer over PeerTransport's `ClientTransport` (the load generator's too), and a
         // throwaway PostgreSQL server (Debian's binaries, started and removed by the tests).
         .target(
             name: "ChorusTestSupport",
-            dependencies: ["ChorusCore", "STUN", "ICELite", "DTLS", "SRTP", "RTP", "RTCP", "CongestionControl", "AudioMixer"],
+            dependencies: ["ChorusCore", "STUN", "ICELite", "DTLS", "SRTP", "RTP", "RTCP", "CongestionControl", "AudioMixer",
+                           "PeerTransport"],
             swiftSettings: strict
         ),
 
@@ -285,7 +287,7 @@ let package = Package(
         .testTarget(
             name: "PeerTransportTests",
             dependencies: [
-                "PeerTransport", "ChorusCore", "DTLS", "ICELite", "STUN", "SRTP", "RTP", "RTCP",
+                "PeerTransport", "ChorusCore", "DTLS", "ICELite", "STUN", "SRTP", "RTP", "RTCP", "ChorusTestSupport",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),

@@ -1,20 +1,22 @@
 import ChorusCore
 import DTLS
 import ICELite
+import PeerTransport
 import RTCP
 import RTP
 import SRTP
 import STUN
 
-/// A WebRTC client made of the project's own client-role parts — `ICEClientRole` (controlling,
-/// USE-CANDIDATE), a DTLS client, OpenSSL SRTP — with no socket and no clock: room-level tests
-/// exchange its datagrams with a room core in process, on a simulated clock (str0m's
-/// two-peer `progress` loop). Its offer is a real client's (an aiortc or browser fixture) with
-/// this peer's ICE credentials, fingerprint and SSRCs put in.
+/// A WebRTC client over the project's own client side of a connection, `ClientTransport`
+/// (ICE as the controlling agent, a DTLS client, OpenSSL SRTP: the load generator's too), with
+/// no socket and no clock: room-level tests exchange its datagrams with a room core in process,
+/// on a simulated clock (str0m's two-peer `progress` loop). Its offer is a real client's (an
+/// aiortc or browser fixture) with this peer's ICE credentials, fingerprint and SSRCs put in.
 ///
 /// Driven by the test: `offer()`, then `accept(answer:)`, then `connectivityCheck()`; every
 /// datagram from the server goes to `receive(_:now:)`, which answers (DTLS flights) and keeps
-/// the decrypted media it carried.
+/// the decrypted media it carried. The test paces everything: the transport sends no checks,
+/// reports or feedback of its own, and `poll` only retransmits DTLS.
 public final class ClientPeer {
     public let name: String
     public private(set) var address: TransportAddress
@@ -24,9 +26,10 @@ public final class ClientPeer {
     public let rtxSSRC: UInt32
     private let fixture: String
     private let context: DTLSContext
-    public private(set) var ice: ICEClientRole?
-    private var dtls: DTLSEndpoint?
-    public private(set) var srtp: OpenSSLSRTPTransform?
+    /// The client side of the connection, once an answer was accepted.
+    public private(set) var transport: ClientTransport?
+    public var ice: ICEClientRole? { transport?.ice }
+    public var srtp: OpenSSLSRTPTransform? { transport?.srtp }
     public private(set) var server: TransportAddress?
     /// The server's SSRC on each of our m-lines, by mid (from the answer's `a=ssrc` lines).
     public private(set) var answerSSRCs: [String: UInt32] = [:]
@@ -36,9 +39,10 @@ public final class ClientPeer {
     public private(set) var rtcpReceived: [RTCPPacket] = []
     /// Datagrams refused (did not authenticate or parse).
     public private(set) var refused = 0
-    private var pendingCheck: TransactionID?
     /// How the server answered our last connectivity check.
-    public private(set) var lastCheckOutcome: ICECheckOutcome?
+    public var lastCheckOutcome: ICECheckOutcome? { transport?.lastCheckOutcome }
+    /// The latest time the test gave us (`receive`, `poll`): what the calls without a time use.
+    private var latest = MediaTime(nanoseconds: 0)
 
     /// `fixture` names the real offer this peer sends (`Tests/Fixtures/sdp/`).
     public init(name: String, port: UInt16, fixture: String = "aiortc-audio-only.sdp", seed: UInt64) throws {
@@ -52,7 +56,7 @@ public final class ClientPeer {
         context = try DTLSContext(certificate: DTLSCertificate())
     }
 
-    public var isConnected: Bool { srtp != nil }
+    public var isConnected: Bool { transport?.srtp != nil }
 
     /// The fixture's offer with this peer's credentials, fingerprint and SSRCs.
     public func offer() throws -> String {
@@ -117,10 +121,13 @@ public final class ClientPeer {
             throw .answer("ICE credentials")
         }
         guard let fingerprint else { throw .answer("fingerprint") }
-        guard server != nil else { throw .answer("candidate") }
-        ice = ICEClientRole(local: credentials, remote: remote, tieBreaker: UInt64(audioSSRC))
+        guard let server else { throw .answer("candidate") }
+        var configuration = ClientTransportConfiguration(
+            localICE: credentials, remoteICE: remote, remote: server, dtlsRole: .client,
+            remoteFingerprints: [fingerprint], tieBreaker: UInt64(audioSSRC), rtcpSSRC: SSRC(audioSSRC))
+        configuration.checks = nil
         do {
-            dtls = try DTLSEndpoint(context: context, role: .client, remoteFingerprints: [fingerprint])
+            transport = try ClientTransport(configuration: configuration, dtlsContext: context, now: latest)
         } catch {
             throw .answer("DTLS: \(error)")
         }
@@ -144,16 +151,13 @@ public final class ClientPeer {
         guard let ufrag, let pwd, let remote = try? ICECredentials(ufrag: ufrag, password: pwd) else {
             throw .answer("ICE credentials")
         }
-        ice = ICEClientRole(local: credentials, remote: remote, tieBreaker: UInt64(audioSSRC))
+        transport?.restartICE(local: credentials, remote: remote, now: latest)
     }
 
     /// A Binding request toward the server's candidate: with USE-CANDIDATE (a nomination) or
     /// without (a consent check).
     public func connectivityCheck(useCandidate: Bool = true) -> Transmit? {
-        guard let ice, let server else { return nil }
-        let id = TransactionID.random()
-        pendingCheck = id
-        return (ice.bindingRequest(transactionID: id, useCandidate: useCandidate), server)
+        transport?.connectivityCheck(useCandidate: useCandidate)
     }
 
     /// The peer's NAT gives it a new port: everything it sends comes from there from now on.
@@ -162,81 +166,55 @@ public final class ClientPeer {
     }
 
     /// One datagram from the server: a check's answer starts DTLS, DTLS flights are answered,
-    /// SRTP and SRTCP are decrypted and kept. Returns what this peer sends back.
+    /// the server's own checks too, SRTP and SRTCP are decrypted and kept. Returns what this
+    /// peer sends back.
     public func receive(_ datagram: [UInt8], now: MediaTime) -> [Transmit] {
-        guard let server else { return [] }
-        switch PacketClass(datagram) {
-        case .stun:
-            // The server's own check (it probes a new address of ours): answer it.
-            if datagram.first == 0x00, let ice {
-                return ice.respond(to: datagram, from: server).map { [($0, server)] } ?? []
-            }
-            guard let id = pendingCheck, let ice else { return [] }
-            lastCheckOutcome = ice.validateResponse(datagram, transactionID: id)
-            guard case .success = lastCheckOutcome, let dtls else { return [] }
-            pendingCheck = nil
-            // After an ICE restart the association is already up: nothing to start.
-            if srtp != nil { return [] }
-            return dtls.start(now: now).datagrams.map { ($0, server) }
-        case .dtls:
-            guard let dtls else { return [] }
-            let output = dtls.handle(datagram, now: now)
-            if case .connected(let keys) = output.event { srtp = try? OpenSSLSRTPTransform(keys) }
-            if case .closed = output.event { closedByServerAt = now }
-            return output.datagrams.map { ($0, server) }
-        case .rtp:
-            var packet = datagram
-            guard let srtp, (try? srtp.unprotectRTP(&packet)) != nil, let rtp = try? RTPPacket(parsing: packet) else {
-                refused += 1
-                return []
-            }
-            received[rtp.header.ssrc.rawValue, default: []].append(rtp)
-        case .rtcp:
-            var packet = datagram
-            guard let srtp, (try? srtp.unprotectRTCP(&packet)) != nil,
-                  let compound = try? RTCPCompoundPacket(parsing: packet)
-            else {
-                refused += 1
-                return []
-            }
-            rtcpReceived.append(contentsOf: compound)
-        case .unknown:
-            refused += 1
+        latest = now
+        guard let transport, let server else { return [] }
+        let kind = PacketClass(datagram)
+        var transmits: [Transmit] = []
+        switch transport.receive(datagram, from: server, now: now, transmits: &transmits) {
+        case .success(.rtp(let rtp)): received[rtp.header.ssrc.rawValue, default: []].append(rtp)
+        case .success(.rtcp(let compound)): rtcpReceived.append(contentsOf: compound)
+        case .success(.closed): closedByServerAt = now
+        case .failure where kind != .stun && kind != .dtls: refused += 1
+        case .success, .failure: break
         }
-        return []
+        return transmits
     }
 
     /// When the server's close_notify arrived; nil while the association is open.
     public private(set) var closedByServerAt: MediaTime?
 
-    /// Hangs up as a browser does on `close()`: DTLS close_notify to the server.
+    /// Hangs up as a browser does on `close()`: DTLS close_notify to the server; nothing is
+    /// sent after it.
     public func hangUp() -> [Transmit] {
-        guard let dtls, let server else { return [] }
-        return dtls.close().datagrams.map { ($0, server) }
+        var transmits: [Transmit] = []
+        transport?.close(now: latest, transmits: &transmits)
+        return transmits
     }
 
     /// DTLS retransmissions due at `now`.
     public func poll(now: MediaTime) -> [Transmit] {
-        guard let dtls, let server else { return [] }
-        return dtls.handleTimeout(now: now).datagrams.map { ($0, server) }
+        latest = now
+        var transmits: [Transmit] = []
+        _ = transport?.poll(now: now, transmits: &transmits)
+        return transmits
     }
 
     /// An RTP packet on one of our streams, protected for the server.
     public func rtp(_ fields: RTPHeaderFields, payload: [UInt8]) -> Transmit? {
-        guard let srtp, let server else { return nil }
+        guard let transport else { return nil }
         var packet: [UInt8] = []
         guard (try? fields.serialize(into: &packet)) != nil else { return nil }
         packet += payload
-        guard (try? srtp.protectRTP(&packet)) != nil else { return nil }
-        return (packet, server)
+        return transport.protectRTP(packet).map { ($0, transport.remote) }
     }
 
     /// An RTCP compound, protected for the server.
     public func rtcp(_ compound: [UInt8]) -> Transmit? {
-        guard let srtp, let server else { return nil }
-        var packet = compound
-        guard (try? srtp.protectRTCP(&packet)) != nil else { return nil }
-        return (packet, server)
+        guard let transport else { return nil }
+        return transport.protectRTCP(compound).map { ($0, transport.remote) }
     }
 
     /// Forgets the media received so far.

@@ -155,8 +155,8 @@ extension LoadRunner {
         let server = try SocketAddress(ipAddress: answer.host, port: answer.port)
         try await shard.loop.submit {
             participant.confine(to: shard.loop)
-            participant.joinStartedAt = started
-            participant.send = { bytes in socket.send(bytes, from: address, to: server) }
+            participant.connection.joinStartedAt = started
+            participant.connection.send = { bytes in socket.send(bytes, from: address, to: server) }
             shard.adopt(participant, channel: nil, hangUp: joined.hangUp)
             shard.route(address, to: participant)
             participant.start(answer, now: .now(), controlling: true)
@@ -172,8 +172,8 @@ extension LoadRunner {
         let shard = shard(of: channel)
         try await shard.loop.submit {
             participant.confine(to: shard.loop)
-            participant.joinStartedAt = started
-            participant.send = framed ? { bytes in
+            participant.connection.joinStartedAt = started
+            participant.connection.send = framed ? { bytes in
                 guard bytes.count <= Int(UInt16.max) else { return }
                 var buffer = channel.allocator.buffer(capacity: bytes.count + 2)
                 buffer.writeInteger(UInt16(bytes.count))
@@ -192,7 +192,7 @@ extension LoadRunner {
     /// Every participant hangs up, a few at a time.
     func leaveAll() async {
         let hangUps: [[@Sendable () async -> Void]] = (try? await onEveryShard { shard in
-            for participant in shard.participants + shard.auxiliaries { participant.leaving = true }
+            for participant in shard.participants + shard.auxiliaries { participant.connection.leaving = true }
             return shard.hangUps
         }) ?? []
         _ = await forEach(hangUps.flatMap { $0 }) { hangUp in await hangUp() }

@@ -52,15 +52,15 @@ extension LoadRunner {
     func results(started: Date, contents: [LoadShard.Contents]) -> LoadResults {
         let configuration = self.configuration
         let participants = contents.flatMap(\.participants)
-        let established = participants.filter { $0.establishedAt != nil }
+        let established = participants.filter { $0.connection.establishedAt != nil }
         let joinTimes = established.compactMap { participant in
-            participant.establishedAt.map { Double($0.nanoseconds(since: participant.joinStartedAt)) / 1e6 }
+            participant.connection.establishedAt.map { Double($0.nanoseconds(since: participant.connection.joinStartedAt)) / 1e6 }
         }
         var received = 0, expected = 0, withAudio = 0, jitters: [Double] = []
         var deaf: [String] = []
         let video = videoTotals(participants, auxiliaries: contents.flatMap(\.auxiliaries))
         for participant in participants {
-            let streams = participant.streams.values
+            let streams = participant.statistics.audioStreams.values
             let got = streams.reduce(0) { $0 + $1.received }
             received += got
             expected += streams.reduce(0) { $0 + $1.expected }
@@ -73,7 +73,7 @@ extension LoadRunner {
         var errors = joinFailures.prefix(5).map { $0 }
         if !deaf.isEmpty { errors.append("\(deaf.count) listeners received no audio, e.g. \(deaf[0])") }
         if !video.blind.isEmpty { errors.append("\(video.blind.count) subscribers received no video, e.g. \(video.blind[0])") }
-        for participant in participants { errors += participant.errors.prefix(1) }
+        for participant in participants { errors += participant.connection.errors.prefix(1) }
         let total = configuration.rooms * configuration.participants
         let passed = joinFailures.isEmpty && established.count == total && deaf.isEmpty && video.blind.isEmpty
         let onsets = onsetTally(participants)
@@ -92,13 +92,13 @@ extension LoadRunner {
             scenario: scenario,
             startedAt: started, participants: total, joined: participants.count, established: established.count,
             joinTime: LoadResults.Distribution(joinTimes), listenersWithAudio: withAudio,
-            participantsInDTX: participants.filter(\.sendsDTX).count,
+            participantsInDTX: participants.filter { $0.microphone?.sendsDTX == true }.count,
             audioPacketsReceived: received, audioPacketsExpected: expected,
             audioLossPercent: expected > 0 ? Double(max(0, expected - received)) * 100 / Double(expected) : 0,
             audioJitter: LoadResults.Distribution(jitters),
             audioRateLossPercent: rateLossPercent(participants),
             mouthToEar: LoadResults.Distribution(participants.flatMap { participant in
-                participant.latencies.filter { $0.at >= self.window.from }.map(\.ms)
+                participant.statistics.latencies.filter { $0.at >= self.window.from }.map(\.ms)
             } + Array(repeating: Self.onsetDeadlineMs, count: onsets.expected - onsets.detected)),
             onsetsExpected: onsets.expected, onsetsDetected: onsets.detected,
             onsetsRepeated: holes.count,
@@ -107,7 +107,7 @@ extension LoadRunner {
             videoFramesReceived: video.frames, videoPacketsReceived: video.received,
             videoSubscribers: video.subscribers, subscribersWithVideo: video.subscribers - video.blind.count,
             videoLossPercent: video.expected > 0 ? Double(max(0, video.expected - video.received)) * 100 / Double(video.expected) : 0,
-            transportFeedbackSent: configuration.transportCC ? participants.reduce(0) { $0 + $1.transportFeedbackSent } : nil,
+            transportFeedbackSent: configuration.transportCC ? participants.reduce(0) { $0 + $1.connection.transportFeedbackSent } : nil,
             serverCPUCores: serverCPU, serverMemoryMB: samples.compactMap(\.serverMemoryMB).max(),
             generatorCPUCores: Self.mean(steady.map(\.generatorCPUCores)) ?? 0,
             hostStealPercent: Self.mean(steady.compactMap(\.hostStealPercent)),
@@ -133,7 +133,7 @@ extension LoadRunner {
     /// The holes before the onsets the probes heard twice in the measured window.
     func repeatedHoles(_ participants: [LoadParticipant]) -> [LoadResults.OnsetHole] {
         participants.flatMap { probe in
-            probe.repeatedOnsets.filter { $0.at >= window.from && $0.at < window.until }.map(\.hole)
+            probe.statistics.repeatedOnsets.filter { $0.at >= window.from && $0.at < window.until }.map(\.hole)
         }
     }
 
@@ -141,7 +141,7 @@ extension LoadRunner {
     /// streams' timing says was sent (`WindowRate`), percent short; nil when nobody must hear.
 
     func rateLossPercent(_ participants: [LoadParticipant]) -> Double? {
-        let rates = participants.filter(\.expectsAudio).flatMap { $0.windowRates.values }
+        let rates = participants.filter(\.expectsAudio).flatMap { $0.statistics.windowRates.values }
         let expected = rates.reduce(0) { $0 + $1.expected }
         guard expected > 0 else { return nil }
         let received = Double(rates.reduce(0) { $0 + $1.received })
@@ -158,10 +158,10 @@ extension LoadRunner {
         }
         let last = MediaTime(nanoseconds: steadyUntil.nanoseconds - deadline)
         var tally = (expected: 0, detected: 0)
-        for probe in participants where probe.isProbe && probe.establishedAt != nil {
+        for probe in participants where probe.statistics.isProbe && probe.connection.establishedAt != nil {
             let bursts = probe.timeline.bursts(from: steadyFrom, until: last)
             tally.expected += bursts.count
-            tally.detected += bursts.filter(probe.detectedBursts.contains).count
+            tally.detected += bursts.filter(probe.statistics.detectedBursts.contains).count
         }
         return tally
     }
@@ -176,10 +176,10 @@ extension LoadRunner {
         // A member's frames arrive on its own connection, or (Janus) on its subscriber connections.
         var framesByMember: [ObjectIdentifier: Int] = [:]
         for connection in participants + auxiliaries {
-            totals.frames += connection.videoFramesReceived
-            totals.received += connection.videoStreams.values.reduce(0) { $0 + $1.received }
-            totals.expected += connection.videoStreams.values.reduce(0) { $0 + $1.expected }
-            framesByMember[ObjectIdentifier(connection.owner ?? connection), default: 0] += connection.videoFramesReceived
+            totals.frames += connection.statistics.videoFramesReceived
+            totals.received += connection.statistics.videoStreams.values.reduce(0) { $0 + $1.received }
+            totals.expected += connection.statistics.videoStreams.values.reduce(0) { $0 + $1.expected }
+            framesByMember[ObjectIdentifier(connection.owner ?? connection), default: 0] += connection.statistics.videoFramesReceived
         }
         guard watches else { return totals }
         for participant in participants {

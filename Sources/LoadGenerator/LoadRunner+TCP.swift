@@ -33,7 +33,7 @@ final class LoadTCPFrameHandler: ChannelInboundHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        if !participant.leaving, participant.phase != .joining { participant.fail("ICE-TCP connection closed") }
+        if !participant.connection.leaving, participant.connection.phase != .joining { participant.fail("ICE-TCP connection closed") }
         context.fireChannelInactive()
     }
 }

@@ -116,25 +116,25 @@ final class LoadShard: Sendable {
     func sample(now: MediaTime) -> Sample {
         var sample = Sample()
         for participant in onLoop.value.participants {
-            if participant.phase == .established { sample.established += 1 }
+            if participant.connection.phase == .established { sample.established += 1 }
             let interval = participant.takeInterval()
             sample.received += interval.received
             sample.expected += interval.expected
-            sample.latencies += participant.latencies.filter { now.nanoseconds(since: $0.at) < 1_000_000_000 }.map(\.ms)
+            sample.latencies += participant.statistics.latencies.filter { now.nanoseconds(since: $0.at) < 1_000_000_000 }.map(\.ms)
         }
         return sample
     }
 
     /// Connections still checking or handshaking.
     var pendingHandshakes: Int {
-        (participants + auxiliaries).filter { $0.phase == .checking || $0.phase == .handshaking }.count
+        (participants + auxiliaries).filter { $0.connection.phase == .checking || $0.connection.phase == .handshaking }.count
     }
 
     /// Sets every participant's measured window (the connections count only what falls in it).
     func setWindow(from: MediaTime? = nil, until: MediaTime? = nil) {
         for participant in onLoop.value.participants {
-            if let from { participant.window.from = from }
-            if let until { participant.window.until = until }
+            if let from { participant.statistics.window.from = from }
+            if let until { participant.statistics.window.until = until }
         }
     }
 }

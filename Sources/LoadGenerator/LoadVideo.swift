@@ -1,5 +1,6 @@
 import CVPX
 import Foundation
+import RTP
 
 /// VP8 video a simulated participant sends as its camera: a loop of frames encoded once at
 /// start with libvpx (640×360, 15 fps, ~300 kbps, a keyframe only at the loop's start) and
@@ -123,15 +124,11 @@ struct LoadVideo: Sendable {
         }
     }
 
-    /// The RFC 7741 §4.2 payload descriptor in front of each chunk, as one big-endian word:
-    /// X, S on the frame's first packet, partition 0; I with a 15-bit picture ID (M set).
-    static func descriptorWord(pictureID: UInt16, startOfFrame: Bool) -> UInt32 {
-        UInt32(0x80 | (startOfFrame ? 0x10 : 0)) << 24 | 0x80 << 16 | 0x8000 | UInt32(pictureID & 0x7FFF)
-    }
-
-    /// The same descriptor as bytes.
-    static func descriptor(pictureID: UInt16, startOfFrame: Bool) -> [UInt8] {
-        withUnsafeBytes(of: descriptorWord(pictureID: pictureID, startOfFrame: startOfFrame).bigEndian, Array.init)
+    /// The RFC 7741 §4.2 payload descriptor in front of each chunk, as browsers write it for a
+    /// stream without temporal layers: S on the frame's first packet, partition 0 (the frame
+    /// may be split anywhere, §4.4), and I with the 15-bit picture ID (M set).
+    static func descriptor(pictureID: UInt16, startOfFrame: Bool) -> VP8PayloadDescriptor {
+        VP8PayloadDescriptor(isStartOfPartition: startOfFrame, pictureID: pictureID, hasLongPictureID: true)
     }
 }
 

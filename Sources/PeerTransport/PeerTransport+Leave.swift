@@ -12,10 +12,7 @@ extension PeerTransport {
         guard !isClosed else { return }
         if isConnected {
             var compound = makeReport(now: now)
-            for chunk in stride(from: 0, to: sources.count, by: Goodbye.maximumSources) {
-                let part = sources[chunk..<min(chunk + Goodbye.maximumSources, sources.count)]
-                try? Goodbye(sources: RTCPItemList(part))?.serialize(into: &compound)
-            }
+            RTCPReporting.appendGoodbyes(for: sources, to: &compound)
             _ = sendRTCP(compound, transmits: &transmits)
         }
         let closing = dtls.close()

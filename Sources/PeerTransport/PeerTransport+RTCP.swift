@@ -27,9 +27,8 @@ public struct ReportedPacket: Sendable {
 }
 
 extension PeerTransport {
-    /// Report interval: RFC 3550 §6.2's reduced minimum for a high-bandwidth session is below
-    /// 1 s; WebRTC stacks send about once a second. Randomized ×[0.5, 1.5] (§6.3.5).
-    static let reportIntervalNanoseconds: UInt64 = 1_000_000_000
+    /// Report interval (`RTCPReporting.intervalNanoseconds`): about once a second, randomized.
+    static let reportIntervalNanoseconds = RTCPReporting.intervalNanoseconds
 
     /// SRTCP from a validated address (`receive` sends the others to `probeIfAuthentic`).
     func receiveRTCP(_ datagram: [UInt8], from source: TransportAddress, now: MediaTime)
@@ -104,11 +103,8 @@ extension PeerTransport {
         else { return packet }
         let sequence = nextTransportSequenceNumber
         // One allocation: the stamped copy, with room for the SRTP tag the protect appends.
-        let stamped = withUnsafeBytes(of: sequence.bigEndian) { data in
-            RTPHeaderRewriter.addingExtension(id: id, data: data, to: packet, header: header,
-                                              extraCapacity: Self.srtpTagCapacity)
-        }
-        guard let stamped else { return packet }
+        guard let stamped = RTCPReporting.adding(transportSequence: sequence, id: id, to: packet, header: header)
+        else { return packet }
         nextTransportSequenceNumber &+= 1
         // What the peer's SRTP adds (the 10-byte tag) is part of what the link carries.
         bandwidth?.onPacketSent(transportSequenceNumber: sequence, size: stamped.count + 10, at: now,
@@ -129,13 +125,10 @@ extension PeerTransport {
                     UInt8(truncatingIfNeeded: value.rawValue))
         let stamped = withUnsafeBytes(of: data) { bytes in
             RTPHeaderRewriter.addingExtension(id: stamp.id, data: bytes, to: packet, header: header,
-                                              extraCapacity: Self.srtpTagCapacity)
+                                              extraCapacity: RTCPReporting.srtpTagCapacity)
         }
         if let stamped { packet = stamped }
     }
-
-    /// The longest SRTP tag (AEAD_AES_128_GCM's 16 bytes; HMAC-SHA1-80's is 10).
-    static let srtpTagCapacity = 16
 
     /// Transport-cc feedback from the peer about what we sent it: the send-side estimator's input.
     public func receivedTransportFeedback(_ feedback: TransportFeedback, now: MediaTime) {
@@ -203,10 +196,7 @@ extension PeerTransport {
     /// SR when we sent RTP since the last report, else RR; report blocks for every stream we
     /// receive (at most 31); SDES CNAME as RFC 3550 §6.1 requires in every compound.
     func makeReport(now: MediaTime) -> [UInt8] {
-        var blocks: [ReportBlock] = []
-        for ssrc in streams.keys.sorted().prefix(31) {
-            if let block = streams[ssrc]?.reportBlock(at: now) { blocks.append(block) }
-        }
+        let blocks = RTCPReporting.reportBlocks(&streams, at: now)
         var out: [UInt8] = []
         let ssrc = configuration.rtcpSSRC
         if sending.sentSinceLastReport, let last = sending.lastTimestamp {
@@ -226,10 +216,6 @@ extension PeerTransport {
 
     /// 0.5–1.5 × the interval, from a small xorshift generator seeded by our SSRC.
     func randomizedInterval() -> UInt64 {
-        rtcpRandom ^= rtcpRandom << 13
-        rtcpRandom ^= rtcpRandom >> 7
-        rtcpRandom ^= rtcpRandom << 17
-        let interval = Self.reportIntervalNanoseconds
-        return interval / 2 + rtcpRandom % interval
+        RTCPReporting.randomizedInterval(&rtcpRandom)
     }
 }

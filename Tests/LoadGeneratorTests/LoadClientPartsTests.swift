@@ -85,9 +85,9 @@ struct LoadClientPartsTests {
     /// multiple of 20, never later (a late update is a gap the server sees as loss of timing).
     @Test func dtxListenerWakesForItsNextUpdate() {
         let due = MediaTime(nanoseconds: 1_000_000_000)
-        #expect(LoadParticipant.nextDTXUpdate(from: due, frameIndex: 40) == due)
-        #expect(LoadParticipant.nextDTXUpdate(from: due, frameIndex: 39) == due.adding(milliseconds: 20))
-        #expect(LoadParticipant.nextDTXUpdate(from: due, frameIndex: 41) == due.adding(milliseconds: 380))
-        #expect(LoadParticipant.nextDTXUpdate(from: due, frameIndex: 1) == due.adding(milliseconds: 380))
+        #expect(LoadMicrophone.nextDTXUpdate(from: due, frameIndex: 40) == due)
+        #expect(LoadMicrophone.nextDTXUpdate(from: due, frameIndex: 39) == due.adding(milliseconds: 20))
+        #expect(LoadMicrophone.nextDTXUpdate(from: due, frameIndex: 41) == due.adding(milliseconds: 380))
+        #expect(LoadMicrophone.nextDTXUpdate(from: due, frameIndex: 1) == due.adding(milliseconds: 380))
     }
 }

@@ -1,17 +1,14 @@
 import ChorusCore
 import DTLS
 import ICELite
-import PeerTransport
-import RTCP
-import RTP
-import SRTP
 import Testing
 
 @testable import LoadGenerator
 
 /// `chorus load --simulcast`, `--transport-cc` and `--tcp` on the client side: the offer they
-/// make, what they read from the answer, a simulcast camera's keyframe requests per layer, and
-/// the transport-cc feedback a subscriber returns for what it received.
+/// make, what they read from the answer, a simulcast camera's keyframe requests per layer. (The
+/// transport-cc feedback a participant returns is `LoadParticipantCallTests`' and, for the
+/// transport itself, PeerTransportTests'.)
 @Suite("Load generator: simulcast, transport-cc, ICE-TCP")
 struct LoadSimulcastTests {
     static let ice = try? ICECredentials(ufrag: "ldA1", password: "loadPasswordOf24Chars+/")
@@ -64,56 +61,16 @@ struct LoadSimulcastTests {
     /// layer only, one for an SSRC not ours changes nothing.
     @Test func aKeyframeRequestRestartsOnlyItsLayer() throws {
         let video = try LoadVideo.make(seconds: 1, width: 160, height: 90, bitrate: 100_000)
-        let camera = LoadCamera(layers: [video, video, video], rids: ["q", "h", "f"])
         let participant = LoadParticipant(
             room: 0, userId: "u", audio: nil, timeline: RoomTimeline(), isBurstTalker: false, isProbe: false,
-            dtlsContext: try DTLSContext(certificate: DTLSCertificate(commonName: "test")), video: camera)
+            dtlsContext: try DTLSContext(certificate: DTLSCertificate(commonName: "test")),
+            video: LoadCamera(layers: [video, video, video], rids: ["q", "h", "f"]))
         #expect(participant.videoSSRCs.count == 3 && Set(participant.videoSSRCs).count == 3)
-        participant.receiveRTCP(LoadKeyframeRequestTests.pli(media: participant.videoSSRCs[2]))
-        #expect(participant.videoSenders.map(\.restartAtKeyFrame) == [false, false, true])
-        participant.receiveRTCP(LoadKeyframeRequestTests.pli(media: 1))
-        #expect(participant.keyframeRequestsReceived == 1)
-    }
-
-    /// A subscriber records the transport-wide sequence number of each packet the server sends
-    /// it, and after the feedback interval returns them as one transport-cc message (PT 205,
-    /// FMT 15) that reports exactly those packets, with the gap as not received.
-    @Test func theSubscriberReportsWhatArrived() throws {
-        let participant = LoadParticipant(
-            room: 0, userId: "u", audio: nil, timeline: RoomTimeline(), isBurstTalker: false, isProbe: false,
-            dtlsContext: try DTLSContext(certificate: DTLSCertificate(commonName: "test")))
-        let profile = SRTPProtectionProfile.aeadAES128GCM
-        let (a, b) = ([UInt8](repeating: 1, count: profile.keyLength + profile.saltLength),
-                      [UInt8](repeating: 2, count: profile.keyLength + profile.saltLength))
-        let server = try OpenSSLSRTPTransform(SRTPKeyingMaterial(profile: profile, local: a, remote: b))
-        participant.srtp = try OpenSSLSRTPTransform(SRTPKeyingMaterial(profile: profile, local: b, remote: a))
-        participant.offersTransportCC = true
-        participant.feedbackRecorder = TransportFeedbackRecorder()
-        var sent: [[UInt8]] = []
-        participant.send = { sent.append($0) }
-        let start = MediaTime.seconds(10)
-        for (index, sequence) in [UInt16(500), 501, 503].enumerated() {
-            let fields = RTPHeaderFields(payloadType: PayloadType(masking: 96), sequenceNumber: UInt16(index), timestamp: 0,
-                                         ssrc: SSRC(7), extensions: [RTPHeaderExtensionElement(
-                                             id: LoadSDP.transportWideCCExtensionID, value: .transportSequenceNumber(sequence))])
-            var packet: [UInt8] = []
-            try fields.serialize(into: &packet)
-            packet += [1, 2, 3]
-            try server.protectRTP(&packet)
-            participant.receive(packet, now: start.adding(milliseconds: UInt64(index) * 5))
-        }
-        participant.sendTransportFeedback(now: start.adding(milliseconds: 50))
-        #expect(sent.isEmpty, "feedback before its interval")
-        participant.sendTransportFeedback(now: start.adding(milliseconds: 120))
-        #expect(sent.count == 1 && participant.transportFeedbackSent == 1)
-        var packet = try #require(sent.first)
-        try server.unprotectRTCP(&packet)
-        let compound = try RTCPCompoundPacket(parsing: packet)
-        guard case .transportFeedback(let feedback)? = compound.first(where: { _ in true }) else {
-            Issue.record("not transport-cc feedback: \(compound)")
-            return
-        }
-        #expect(feedback.baseSequenceNumber == 500 && feedback.packetStatusCount == 4)
-        #expect(feedback.packets.map(\.isReceived) == [true, true, false, true])
+        var camera = try #require(participant.camera)
+        #expect(camera.ssrcs == participant.videoSSRCs)
+        camera.handle(try LoadKeyframeRequestTests.pli(media: participant.videoSSRCs[2]))
+        #expect(camera.senders.map(\.restartAtKeyFrame) == [false, false, true])
+        camera.handle(try LoadKeyframeRequestTests.pli(media: 1))
+        #expect(camera.keyframeRequestsReceived == 1)
     }
 }

@@ -1,4 +1,5 @@
 import DTLS
+import RTCP
 import RTP
 import Testing
 
@@ -24,16 +25,16 @@ struct LoadVideoTests {
     /// picture ID, and the VP8 payload header's keyframe flag and 640×360 size.
     @Test func packetsParseAsVP8() throws {
         let video = try LoadVideo.make(seconds: 1)
-        let key = LoadVideo.descriptor(pictureID: 0x1234, startOfFrame: true) + video.frames[0].chunks[0]
+        let key = LoadVideo.descriptor(pictureID: 0x1234, startOfFrame: true).serialize() + video.frames[0].chunks[0]
         let descriptor = try VP8PayloadDescriptor(parsing: key)
         #expect(descriptor.isStartOfFrame && descriptor.pictureID == 0x1234 && descriptor.hasLongPictureID)
         #expect(descriptor.isKeyFrame(payload: key[...]))
         let header = descriptor.payloadHeader(payload: key[...])
         #expect(header?.width == 640 && header?.height == 360)
 
-        let delta = LoadVideo.descriptor(pictureID: 0x7FFF, startOfFrame: true) + video.frames[1].chunks[0]
+        let delta = LoadVideo.descriptor(pictureID: 0x7FFF, startOfFrame: true).serialize() + video.frames[1].chunks[0]
         #expect(try !VP8PayloadDescriptor(parsing: delta).isKeyFrame(payload: delta[...]))
-        let middle = LoadVideo.descriptor(pictureID: 1, startOfFrame: false) + [0x00, 0x01]
+        let middle = LoadVideo.descriptor(pictureID: 1, startOfFrame: false).serialize() + [0x00, 0x01]
         #expect(try !VP8PayloadDescriptor(parsing: middle).isStartOfFrame)
     }
 
@@ -48,33 +49,33 @@ struct LoadVideoTests {
 }
 
 /// The camera's answer to the server's keyframe requests: a PLI or FIR for our SSRC restarts
-/// the loop at its keyframe; one for another SSRC, or a malformed packet, changes nothing.
+/// the loop at its keyframe; one for another SSRC changes nothing. (A malformed or forged
+/// compound never reaches the camera: the client transport drops it, see PeerTransportTests.)
 @Suite("Load generator: keyframe requests")
 struct LoadKeyframeRequestTests {
-    static func participant() throws -> LoadParticipant {
-        let context = try DTLSContext(certificate: DTLSCertificate(commonName: "test"))
-        return LoadParticipant(room: 0, userId: "u", audio: nil, timeline: RoomTimeline(), isBurstTalker: false,
-                               isProbe: false, dtlsContext: context, video: .single(try LoadVideo.make(seconds: 1)))
+    static func camera() throws -> LoadCameraSender {
+        LoadCameraSender(camera: .single(try LoadVideo.make(seconds: 1)), ssrcs: [0x1234_5678])
     }
 
     /// RFC 4585 §6.3.1 PLI: V=2, FMT=1, PT=206, length 2, sender SSRC, media SSRC.
-    static func pli(media: UInt32) -> [UInt8] {
-        [0x81, 206, 0, 2, 0, 0, 0, 1] + withUnsafeBytes(of: media.bigEndian, Array.init)
+    static func pli(media: UInt32) throws -> RTCPCompoundPacket {
+        try RTCPCompoundPacket(parsing: [0x81, 206, 0, 2, 0, 0, 0, 1] + withUnsafeBytes(of: media.bigEndian, Array.init))
     }
 
     /// RFC 5104 §4.3.1 FIR: V=2, FMT=4, PT=206, length 4, sender, media 0, one entry (SSRC, seq).
-    static func fir(entry: UInt32) -> [UInt8] {
-        [0x84, 206, 0, 4, 0, 0, 0, 1, 0, 0, 0, 0] + withUnsafeBytes(of: entry.bigEndian, Array.init) + [7, 0, 0, 0]
+    static func fir(entry: UInt32) throws -> RTCPCompoundPacket {
+        try RTCPCompoundPacket(parsing: [0x84, 206, 0, 4, 0, 0, 0, 1, 0, 0, 0, 0]
+            + withUnsafeBytes(of: entry.bigEndian, Array.init) + [7, 0, 0, 0])
     }
 
     @Test func pliAndFirForOurCameraRestartAtTheKeyframe() throws {
-        let camera = try Self.participant()
-        camera.receiveRTCP(Self.pli(media: camera.videoSSRC &+ 1))
-        camera.receiveRTCP([0x81, 206, 0])
-        #expect(camera.keyframeRequestsReceived == 0 && !camera.videoSenders[0].restartAtKeyFrame)
-        camera.receiveRTCP(Self.pli(media: camera.videoSSRC))
-        #expect(camera.keyframeRequestsReceived == 1 && camera.videoSenders[0].restartAtKeyFrame)
-        camera.receiveRTCP(Self.fir(entry: camera.videoSSRC))
+        var camera = try Self.camera()
+        let ssrc = camera.ssrcs[0]
+        camera.handle(try Self.pli(media: ssrc &+ 1))
+        #expect(camera.keyframeRequestsReceived == 0 && !camera.senders[0].restartAtKeyFrame)
+        camera.handle(try Self.pli(media: ssrc))
+        #expect(camera.keyframeRequestsReceived == 1 && camera.senders[0].restartAtKeyFrame)
+        camera.handle(try Self.fir(entry: ssrc))
         #expect(camera.keyframeRequestsReceived == 2)
     }
 }

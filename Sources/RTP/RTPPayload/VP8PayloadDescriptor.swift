@@ -20,6 +20,8 @@
 /// one continuous stream when the forwarder switches sources. Offsets are relative to the start
 /// of the RTP payload; the rewrite functions take the payload's offset in the packet buffer.
 /// Parsing never allocates or traps: truncated or empty payloads throw `RTPParseError`.
+/// A sender builds one from its fields and writes it in front of each chunk of a frame
+/// (`init(isStartOfPartition:…)`, `write(into:)`): the load generator's camera does.
 public struct VP8PayloadDescriptor: Sendable, Equatable {
     /// N: the frame can be discarded without affecting other frames.
     public let isNonReferenceFrame: Bool
@@ -219,5 +221,69 @@ public struct VP8PayloadHeader: Sendable, Equatable {
         horizontalScale = UInt8(rawWidth >> 14)
         height = rawHeight & 0x3FFF
         verticalScale = UInt8(rawHeight >> 14)
+    }
+}
+
+// MARK: Writing (RFC 7741 §4.2)
+
+extension VP8PayloadDescriptor {
+    /// A descriptor to put in front of a VP8 payload, as a sender writes it (the load
+    /// generator's camera). Each optional field is present when given, and X is set when any of
+    /// I, L, T or K is. Values are cut to their field's width (PID 3 bits, picture ID 7 bits, or
+    /// 15 with `hasLongPictureID` (M), TID 2, KEYIDX 5), and Y counts only with a TID, as the
+    /// parser reads them: what `write(into:)` emits parses back to an equal value.
+    public init(isNonReferenceFrame: Bool = false, isStartOfPartition: Bool, partitionIndex: UInt8 = 0,
+                pictureID: UInt16? = nil, hasLongPictureID: Bool = true, tl0PictureIndex: UInt8? = nil,
+                temporalLayerID: UInt8? = nil, isLayerSync: Bool = false, keyIndex: UInt8? = nil) {
+        self.isNonReferenceFrame = isNonReferenceFrame
+        self.isStartOfPartition = isStartOfPartition
+        self.partitionIndex = partitionIndex & 0x07
+        self.hasLongPictureID = pictureID != nil && hasLongPictureID
+        self.pictureID = pictureID.map { $0 & (hasLongPictureID ? 0x7FFF : 0x7F) }
+        self.tl0PictureIndex = tl0PictureIndex
+        self.temporalLayerID = temporalLayerID.map { $0 & 0x03 }
+        self.isLayerSync = temporalLayerID != nil && isLayerSync
+        self.keyIndex = keyIndex.map { $0 & 0x1F }
+        // The same offsets the parser records: the required byte, X's byte, then each field.
+        var offset = 1
+        if pictureID != nil || tl0PictureIndex != nil || temporalLayerID != nil || keyIndex != nil { offset += 1 }
+        pictureIDOffset = pictureID == nil ? nil : offset
+        if pictureID != nil { offset += self.hasLongPictureID ? 2 : 1 }
+        tl0PictureIndexOffset = tl0PictureIndex == nil ? nil : offset
+        if tl0PictureIndex != nil { offset += 1 }
+        temporalKeyOffset = temporalLayerID == nil && keyIndex == nil ? nil : offset
+        if temporalKeyOffset != nil { offset += 1 }
+        length = offset
+    }
+
+    /// Appends the descriptor's `length` bytes to `out`; the VP8 payload goes right after.
+    public func write(into out: inout [UInt8]) {
+        let hasExtensions = length > 1
+        out.append((hasExtensions ? 0x80 : 0) | (isNonReferenceFrame ? 0x20 : 0) | (isStartOfPartition ? 0x10 : 0)
+            | partitionIndex)
+        guard hasExtensions else { return }
+        let hasTemporalKey = temporalLayerID != nil || keyIndex != nil
+        out.append((pictureID != nil ? 0x80 : 0) | (tl0PictureIndex != nil ? 0x40 : 0)
+            | (temporalLayerID != nil ? 0x20 : 0) | (keyIndex != nil ? 0x10 : 0))
+        if let pictureID {
+            if hasLongPictureID {
+                out.append(0x80 | UInt8(truncatingIfNeeded: pictureID >> 8))
+                out.append(UInt8(truncatingIfNeeded: pictureID))
+            } else {
+                out.append(UInt8(truncatingIfNeeded: pictureID))
+            }
+        }
+        if let tl0PictureIndex { out.append(tl0PictureIndex) }
+        if hasTemporalKey {
+            out.append((temporalLayerID ?? 0) << 6 | (isLayerSync ? 0x20 : 0) | (keyIndex ?? 0))
+        }
+    }
+
+    /// The descriptor's bytes alone.
+    public func serialize() -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(length)
+        write(into: &out)
+        return out
     }
 }
