@@ -27,8 +27,6 @@ final class VideoMember {
     var layersAllocatedAt: MediaTime?
     /// How much of its NACKs is answered (`RetransmissionLimiter`).
     var retransmissions = RetransmissionLimiter()
-    /// Its forwarded video, spread at a little more than its measured budget (`VideoPacer`).
-    var pacer = VideoPacer()
 
     init(callId: CallID, userId: UserID, media: MemberMedia, connection: any MemberConnection) {
         self.callId = callId
@@ -184,8 +182,6 @@ struct VideoStatistics {
     var redundantRepairs: UInt64 = 0
     /// RTX padding packets sent to probe the path toward this subscriber.
     var probePacketsSent: UInt64 = 0
-    /// Packets the pacer gave up on (its queue held more than two seconds at its rate).
-    var pacerDrops: UInt64 = 0
 
     var fields: [String: Int] {
         [
@@ -197,7 +193,6 @@ struct VideoStatistics {
             "nacksSent": Int(clamping: nacksSent), "retransmissions": Int(clamping: retransmissions),
             "slotSwitches": Int(clamping: slotSwitches), "probePacketsSent": Int(clamping: probePacketsSent),
             "layerSwitches": Int(clamping: layerSwitches), "redundantRepairs": Int(clamping: redundantRepairs),
-            "pacerDrops": Int(clamping: pacerDrops),
         ]
     }
 }

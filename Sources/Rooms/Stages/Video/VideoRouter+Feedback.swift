@@ -84,9 +84,6 @@ extension VideoRouter {
                                    sequenceNumber: viewer.slots[index].rtxSequence)
                     viewer.slots[index].rtxSequence &+= 1
                 }
-                // A repair does not wait behind the pacer's queue (it is late already), but it
-                // spends the pacer's credit: it takes the same link.
-                viewer.pacer.spend(bytes: scratch.count, now: now)
                 guard viewer.connection.sendRTP(scratch, now: now, transmits: &output.transmits) else { continue }
                 viewer.statistics.nacksAnswered &+= 1
                 viewer.statistics.retransmissions &+= 1

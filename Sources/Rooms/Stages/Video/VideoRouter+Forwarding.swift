@@ -139,36 +139,11 @@ extension VideoRouter {
             }
             guard viewer.slots[index].publisher == callId, viewer.slots[index].layer == layer,
                   viewer.slots[index].rewriter.rewrite(
-                      packet, header: header, vp8: vp8, now: now, into: &scratch) != nil
+                      packet, header: header, vp8: vp8, now: now, into: &scratch) != nil,
+                  viewer.connection.sendRTP(scratch, now: now, transmits: &output.transmits)
             else { continue }
-            sendPaced(scratch, to: viewer, now: now, into: &output)
+            viewer.statistics.packetsForwarded &+= 1
+            viewer.statistics.bytesForwarded &+= UInt64(scratch.count)
         }
-    }
-
-    /// A forwarded packet through the subscriber's pacer: sent now while its credit lasts and
-    /// nothing waits, else queued (what waits goes first, as credit comes back).
-    func sendPaced(_ packet: [UInt8], to viewer: VideoMember, now: MediaTime, into output: inout RoomOutput) {
-        releasePaced(viewer, now: now, into: &output)
-        if viewer.pacer.admit(bytes: packet.count, now: now) {
-            if viewer.connection.sendRTP(packet, now: now, transmits: &output.transmits) { countForwarded(packet, viewer) }
-            return
-        }
-        let dropped = viewer.pacer.dropped
-        viewer.pacer.enqueue(packet)
-        viewer.statistics.pacerDrops &+= viewer.pacer.dropped &- dropped
-    }
-
-    /// Sends what the subscriber's pacer lets go now.
-    func releasePaced(_ viewer: VideoMember, now: MediaTime, into output: inout RoomOutput) {
-        guard !viewer.pacer.isEmpty else { return }
-        for packet in viewer.pacer.release(now: now)
-        where viewer.connection.sendRTP(packet, now: now, transmits: &output.transmits) {
-            countForwarded(packet, viewer)
-        }
-    }
-
-    private func countForwarded(_ packet: [UInt8], _ viewer: VideoMember) {
-        viewer.statistics.packetsForwarded &+= 1
-        viewer.statistics.bytesForwarded &+= UInt64(packet.count)
     }
 }

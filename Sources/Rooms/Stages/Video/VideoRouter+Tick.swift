@@ -34,20 +34,7 @@ extension VideoRouter {
             passEstimate(to: member, now: now, into: &output)
         }
         if slotsChanged { reassignSlots(now: now, budgets: budgets, into: &output) }
-        pace(now: now, budgets: budgets, into: &output)
         return allocateLayers(now: now, budgets: budgets, into: &output)
-    }
-
-    /// Each subscriber's pacer follows its measured budget, and lets go what its credit allows.
-    private func pace(now: MediaTime, budgets: VideoBudgets, into output: inout RoomOutput) {
-        for viewer in members where !viewer.slots.isEmpty && viewer.established {
-            for packet in viewer.pacer.setBudget(budgets(viewer.callId)?.measured, now: now)
-            where viewer.connection.sendRTP(packet, now: now, transmits: &output.transmits) {
-                viewer.statistics.packetsForwarded &+= 1
-                viewer.statistics.bytesForwarded &+= UInt64(packet.count)
-            }
-            releasePaced(viewer, now: now, into: &output)
-        }
     }
 
     /// Asks again for each layer some slot is switching to (a new publisher, or another layer of
