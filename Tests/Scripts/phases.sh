@@ -21,8 +21,13 @@ done
 counts() {
     local log="test-output/${1// /-}.log"
     [ -f "$log" ] || return 0
-    grep -hoE "Test run with [0-9]+ tests?|Executed [0-9]+ tests?, with [0-9]+ failures?|[0-9]+ (passed|failed|skipped|errors?)( in [0-9.]+s)?" "$log" \
-        | grep -vE "^Executed 0 tests" | sort -u | tr '\n' ';' | sed 's/;$//; s/;/; /g'
+    # Swift Testing's and XCTest's run summaries, and pytest's final line ("76 passed, 2 skipped
+    # in 147.47s", between '=' rules or not); anchored, so no test's own output can match.
+    {
+        grep -hoE "^. Test run with [0-9]+ tests?" "$log" | sed 's/^. //'
+        grep -hoE "^Executed [1-9][0-9]* tests?, with [0-9]+ failures?" "$log"
+        grep -hE "^=* ?[0-9]+ (passed|failed|skipped|errors?)[a-z0-9., ]* in [0-9.]+s" "$log" | sed -E 's/^=+ //; s/ \(.*//; s/ =+$//'
+    } | sort -u | tr '\n' ';' | sed 's/;$//; s/;/; /g'
 }
 
 echo
