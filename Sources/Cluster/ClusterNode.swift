@@ -61,11 +61,14 @@ public struct ClusterTiming: Sendable {
 public actor ClusterNode {
     static let heartbeatsWritten = Counter(label: "chorus_cluster_heartbeats_total", dimensions: [("result", "written")])
     static let heartbeatsFailed = Counter(label: "chorus_cluster_heartbeats_total", dimensions: [("result", "failed")])
+    static let heartbeatsSuperseded = Counter(label: "chorus_cluster_heartbeats_total", dimensions: [("result", "superseded")])
     static let nodesLost = Counter(label: "chorus_cluster_nodes_lost_total")
     static let roomsLost = Counter(label: "chorus_cluster_rooms_lost_total")
 
     public nonisolated let identity: NodeIdentity
     public nonisolated let timing: ClusterTiming
+    /// This start of the node: its heartbeats write only over this run's row.
+    public nonisolated let run: NodeRun
     let store: any ChorusStore
     let registry: RoomRegistry
     let clock: @Sendable () -> Date
@@ -78,6 +81,8 @@ public actor ClusterNode {
     private var draining = false
     /// Set by a clean stop: no heartbeat may write the node "up" again afterwards.
     private var stopped = false
+    /// Set when another run took this node's ID over: its heartbeats write nothing any more.
+    private var supersededBy: NodeRecord?
     private var inFlight: Task<Bool, Never>?
     private var cpu = CPUUsage()
     /// Rooms live here under a lease, with when they were placed.
@@ -95,9 +100,10 @@ public actor ClusterNode {
     }
 
     public init(identity: NodeIdentity, store: any ChorusStore, registry: RoomRegistry, timing: ClusterTiming = .init(),
-                logger: Logger, clock: @escaping @Sendable () -> Date = { Date() }) {
+                run: NodeRun = .current(), logger: Logger, clock: @escaping @Sendable () -> Date = { Date() }) {
         self.identity = identity
         self.timing = timing
+        self.run = run
         self.store = store
         self.registry = registry
         self.logger = logger
@@ -106,7 +112,9 @@ public actor ClusterNode {
     }
 
     /// Writes this node's row and retires its previous incarnation (its calls end `nodeLost`).
-    public func register() async throws(StorageError) {
+    /// Throws `NodeIdInUse`, writing nothing, when a live run elsewhere holds the node ID.
+    public func register() async throws {
+        try await waitUntilTheIdIsFree()
         let now = clock()
         let ended = try await store.registerNode(row(at: now, participants: 0, rooms: 0))
         lastBeat = now
@@ -162,6 +170,10 @@ public actor ClusterNode {
             Self.heartbeatsFailed.increment()
             return false
         }
+        if let holder = outcome.supersededBy {
+            noteSuperseded(by: holder)
+            return false
+        }
         Self.heartbeatsWritten.increment()
         lastBeat = started
         if healthySince == nil { healthySince = started }
@@ -169,6 +181,18 @@ public actor ClusterNode {
         if outcome.draining, !draining { await startDraining() }
         if let since = healthySince, started.timeIntervalSince(since) >= timing.lossAfter { await sweep(now: started) }
         return true
+    }
+
+    /// Another run holds this node's ID (it started while this one could not reach the store):
+    /// this run writes nothing more, so its leases lapse and its rooms move as a lost node's do.
+    private func noteSuperseded(by holder: NodeRecord) {
+        Self.heartbeatsSuperseded.increment()
+        if supersededBy == nil {
+            logger.error("another run took this node's ID over; this run no longer heartbeats", metadata: [
+                "node": "\(identity.nodeId)", "holder": "\(holder.advertiseUrl)", "holderInstance": "\(holder.instanceId ?? "")",
+            ])
+        }
+        supersededBy = holder
     }
 
     /// Ends the live rooms whose leases the heartbeat did not renew: closed by another node,
@@ -255,7 +279,8 @@ public actor ClusterNode {
     private func row(at now: Date, participants: Int, rooms: Int) -> NodeRecord {
         NodeRecord(nodeId: identity.nodeId, advertiseUrl: identity.advertiseUrl, mediaAddresses: identity.mediaAddresses,
                    state: draining ? "draining" : "up", startedAt: startedAt, heartbeatAt: now,
-                   participants: participants, rooms: rooms, cpuPercent: cpu.percentSinceLastCall())
+                   participants: participants, rooms: rooms, cpuPercent: cpu.percentSinceLastCall(),
+                   instanceId: run.instanceId, processRef: run.processRef)
     }
 }
 

@@ -30,8 +30,13 @@ extension PostgresStore {
         let logger = self.logger
         let expires = node.heartbeatAt.addingTimeInterval(leaseDuration)
         return try await transaction { connection in
-            let state = try await Self.rows(connection, logger, Self.upsert(node, keepDraining: true))
-                .first?.decode(String.self)
+            guard let written = try await Self.rows(connection, logger, Self.upsert(node, keepDraining: true)).first else {
+                // The row is another run's: this one wrote nothing and renews nothing.
+                let holder = try await Self.rows(connection, logger, #"SELECT * FROM "node" WHERE "nodeId" = \#(node.nodeId)"#)
+                    .first.map(Rows.node)
+                return HeartbeatOutcome(renewed: [], closed: [], draining: false, supersededBy: holder)
+            }
+            let state = try written.decode(String.self)
             let closed = try await Self.rows(connection, logger, """
                 DELETE FROM "roomLease" l WHERE l."nodeId" = \(node.nodeId) AND NOT EXISTS (
                   SELECT 1 FROM "room" r WHERE r."applicationId" = l."applicationId" AND r."roomId" = l."roomId"
@@ -153,20 +158,24 @@ extension PostgresStore {
         return ended
     }
 
-    /// Inserts or updates a node's row, returning its state; `keepDraining` keeps a drain that
-    /// another node asked for, and the first start time stays.
+    /// Inserts or updates a node's row, returning its state. A heartbeat (`keepDraining`) keeps
+    /// a drain that another node asked for and the first start time, and writes only over its
+    /// own run's row (no row comes back otherwise); a registration takes the row over.
     static func upsert(_ node: NodeRecord, keepDraining: Bool) -> PostgresQuery {
         """
         INSERT INTO "node"("nodeId", "advertiseUrl", "mediaAddresses", "state", "startedAt", "heartbeatAt",
-                           "participants", "rooms", "cpuPercent")
+                           "participants", "rooms", "cpuPercent", "instanceId", "processRef")
         VALUES (\(node.nodeId), \(node.advertiseUrl), \(node.mediaAddresses), \(node.state), \(node.startedAt),
-                \(node.heartbeatAt), \(node.participants), \(node.rooms), \(node.cpuPercent))
+                \(node.heartbeatAt), \(node.participants), \(node.rooms), \(node.cpuPercent), \(node.instanceId),
+                \(node.processRef))
         ON CONFLICT ("nodeId") DO UPDATE SET "advertiseUrl" = excluded."advertiseUrl",
           "mediaAddresses" = excluded."mediaAddresses",
           "state" = CASE WHEN \(keepDraining) AND "node"."state" = 'draining' THEN 'draining' ELSE excluded."state" END,
           "startedAt" = CASE WHEN \(keepDraining) THEN "node"."startedAt" ELSE excluded."startedAt" END,
           "heartbeatAt" = excluded."heartbeatAt", "participants" = excluded."participants",
-          "rooms" = excluded."rooms", "cpuPercent" = excluded."cpuPercent"
+          "rooms" = excluded."rooms", "cpuPercent" = excluded."cpuPercent",
+          "instanceId" = excluded."instanceId", "processRef" = excluded."processRef"
+        WHERE NOT \(keepDraining) OR "node"."instanceId" IS NULL OR "node"."instanceId" = excluded."instanceId"
         RETURNING "state"
         """
     }

@@ -67,7 +67,7 @@ enum Rows {
             NodeRecord(nodeId: try c["nodeId"], advertiseUrl: try c["advertiseUrl"],
                        mediaAddresses: try c["mediaAddresses"], state: try c["state"], startedAt: try c["startedAt"],
                        heartbeatAt: try c["heartbeatAt"], participants: try c["participants"], rooms: try c["rooms"],
-                       cpuPercent: try c["cpuPercent"])
+                       cpuPercent: try c["cpuPercent"], instanceId: try c["instanceId"], processRef: try c["processRef"])
         }
     }
 

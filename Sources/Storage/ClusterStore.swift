@@ -17,9 +17,16 @@ public struct NodeRecord: Codable, Sendable, Equatable, FetchableRecord, Persist
     public var participants: Int
     public var rooms: Int
     public var cpuPercent: Int
+    /// The run of the node that wrote the row (a fresh UUID per start): a heartbeat writes only
+    /// over its own run's row, so two processes given one node ID never act as one.
+    public var instanceId: String?
+    /// Where that run is: "host boot-id pid", so that a restart on the same machine can tell
+    /// its own dead predecessor from a live twin without waiting for heartbeats.
+    public var processRef: String?
 
     public init(nodeId: String, advertiseUrl: String, mediaAddresses: String, state: String = "up",
-                startedAt: Date, heartbeatAt: Date, participants: Int = 0, rooms: Int = 0, cpuPercent: Int = 0) {
+                startedAt: Date, heartbeatAt: Date, participants: Int = 0, rooms: Int = 0, cpuPercent: Int = 0,
+                instanceId: String? = nil, processRef: String? = nil) {
         self.nodeId = nodeId
         self.advertiseUrl = advertiseUrl
         self.mediaAddresses = mediaAddresses
@@ -29,6 +36,13 @@ public struct NodeRecord: Codable, Sendable, Equatable, FetchableRecord, Persist
         self.participants = participants
         self.rooms = rooms
         self.cpuPercent = cpuPercent
+        self.instanceId = instanceId
+        self.processRef = processRef
+    }
+
+    /// Up or draining with a heartbeat after `liveAfter`: a node the cluster counts on.
+    public func isLive(after liveAfter: Date) -> Bool {
+        (state == "up" || state == "draining") && heartbeatAt > liveAfter
     }
 }
 
@@ -49,15 +63,19 @@ public struct RoomLease: Sendable, Equatable {
 
 /// What a heartbeat learnt: the rooms whose leases this node still holds (renewed), those
 /// released because their room was closed (by any node), and whether someone asked it to drain.
+/// `supersededBy` is set (and nothing written) when another run of the same node ID holds the
+/// row: this run has lost its identity.
 public struct HeartbeatOutcome: Sendable, Equatable {
     public var renewed: [RoomLease]
     public var closed: [RoomLease]
     public var draining: Bool
+    public var supersededBy: NodeRecord?
 
-    public init(renewed: [RoomLease], closed: [RoomLease], draining: Bool) {
+    public init(renewed: [RoomLease], closed: [RoomLease], draining: Bool, supersededBy: NodeRecord? = nil) {
         self.renewed = renewed
         self.closed = closed
         self.draining = draining
+        self.supersededBy = supersededBy
     }
 }
 
@@ -88,7 +106,8 @@ public protocol ClusterStore: Sendable {
 
     /// Records the node's load and time, keeps a "draining" set by anyone, and renews the
     /// leases it holds on rooms that are still open (`expiresAt = now + leaseDuration`);
-    /// leases of closed rooms are released.
+    /// leases of closed rooms are released. When the row belongs to another run (its
+    /// `instanceId` differs) nothing is written and the outcome names that run.
     func heartbeat(_ node: NodeRecord, leaseDuration: TimeInterval) async throws(StorageError) -> HeartbeatOutcome
 
     /// Every node, by ID.

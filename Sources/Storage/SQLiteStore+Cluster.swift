@@ -18,6 +18,9 @@ extension SQLiteStore {
         try await write { db in
             var row = node
             let stored = try NodeRecord.fetchOne(db, key: node.nodeId)
+            if let stored, let held = stored.instanceId, held != node.instanceId {
+                return HeartbeatOutcome(renewed: [], closed: [], draining: false, supersededBy: stored)
+            }
             if stored?.state == "draining" { row.state = "draining" }
             if let stored { row.startedAt = stored.startedAt }
             try row.save(db)

@@ -2,7 +2,7 @@
 /// `SQLDialect`: the SQLite store and the PostgreSQL store run the same migrations, in order,
 /// each exactly once. Never edit a shipped migration: append the next one.
 public enum Schema {
-    public static let migrations: [SchemaMigration] = [v1, v2, v3, v4, v5, v6]
+    public static let migrations: [SchemaMigration] = [v1, v2, v3, v4, v5, v6, v7]
 
     static let v1 = SchemaMigration(name: "v1", steps: [
         .table(TableSpec(name: "serverSecret", columns: [
@@ -93,6 +93,14 @@ extension Schema {
         .index(IndexSpec(name: "roomLease_by_node", table: "roomLease", columns: ["nodeId"])),
         .addColumn(table: "call", ColumnSpec("nodeId", .text, nullable: true)),
         .index(IndexSpec(name: "call_open_by_node", table: "call", columns: ["nodeId"], whereNull: "endedAt")),
+    ])
+}
+
+extension Schema {
+    /// Each node's run (a UUID per start) and process, so a node ID is held by one run at a time.
+    static let v7 = SchemaMigration(name: "v7-node-instance", steps: [
+        .addColumn(table: "node", ColumnSpec("instanceId", .text, nullable: true)),
+        .addColumn(table: "node", ColumnSpec("processRef", .text, nullable: true)),
     ])
 }
 

@@ -17,10 +17,11 @@ struct ClusterNodeTests {
         func advance(_ seconds: TimeInterval) { box.withLockedValue { $0 += seconds } }
     }
 
-    static func node(_ id: String, store: any ChorusStore, clock: Clock) -> ClusterNode {
-        ClusterNode(identity: NodeIdentity(nodeId: id, advertiseUrl: "http://\(id).example:8080/", mediaAddresses: ""),
-                    store: store, registry: RoomRegistry(logger: Logger(label: "test")), logger: Logger(label: "test"),
-                    clock: { clock.now })
+    static func node(_ id: String, store: any ChorusStore, clock: Clock, url: String? = nil, run: NodeRun = .current(),
+                     timing: ClusterTiming = .init()) -> ClusterNode {
+        ClusterNode(identity: NodeIdentity(nodeId: id, advertiseUrl: url ?? "http://\(id).example:8080/", mediaAddresses: ""),
+                    store: store, registry: RoomRegistry(logger: Logger(label: "test")), timing: timing, run: run,
+                    logger: Logger(label: "test"), clock: { clock.now })
     }
 
     @Test func nodeIDsAreSafeNamesAndHostNamesAreMadeSo() {

@@ -108,12 +108,16 @@ class ChorusServer:
     def running(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
-    def start(self) -> Banner:
-        assert not self.running, "the server is already running"
+    def environment(self) -> dict[str, str]:
+        """The process environment: no CHORUS_ variable but the OpenAPI path and `extra_env`."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("CHORUS_")}
         env["CHORUS_OPENAPI_PATH"] = str(OPENAPI_PATH)
         env.update(self.extra_env)
-        command = [
+        return env
+
+    def command(self) -> list[str]:
+        """The `chorus serve` command line this server starts with."""
+        return [
             self.binary, "serve", "--db", str(self.db_path), "--dev-app",
             "--http-host", "127.0.0.1", "--http-port", str(self.http_port), "--rate-limit", "0",
             # Media on an ephemeral loopback port: tests never collide, traffic stays on lo.
@@ -126,6 +130,11 @@ class ChorusServer:
             *([] if "--recordings-dir" in self.extra_args else ["--recordings-dir", str(Path(self.log_path).parent / "recordings")]),
             *self.extra_args,
         ]
+
+    def start(self) -> Banner:
+        assert not self.running, "the server is already running"
+        env = self.environment()
+        command = self.command()
         self.starts += 1
         log = open(self.log_path, "a", encoding="utf-8")
         log.write(f"\n===== start #{self.starts}: {' '.join(command)}\n")

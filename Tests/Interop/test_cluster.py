@@ -1,13 +1,15 @@
 """Three Chorus nodes on one PostgreSQL database (issue 17): rooms spread over the nodes, any node
 answers any request (a room's requests are redirected to the node that runs it, and a participant
 redirected there hears the room), cluster-wide atomic registrations and placements, a node killed
-under its participants (they rejoin elsewhere and hear each other again), a drained node, and a
-PostgreSQL outage that media survives."""
+under its participants (they rejoin elsewhere and hear each other again), a drained node, a
+PostgreSQL outage that media survives, and a node ID held by one run at a time."""
 
 from __future__ import annotations
 
 import base64
+from datetime import datetime
 import hashlib
+import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -17,6 +19,8 @@ import pytest
 import requests
 
 from cluster import Cluster, ClusterClient
+from conftest import ChorusServer
+from postgres import free_port
 from peers import EventStream, ThreadedPeer
 
 FIXTURES = Path(__file__).resolve().parents[1] / "Fixtures" / "sdp"
@@ -344,3 +348,41 @@ def test_a_postgres_outage_keeps_media_and_answers_503_until_it_heals(cluster):
         talker.close()
         listener.close()
         leaver.close()
+
+
+def node_row(cluster: Cluster, node_id: str, via: int) -> dict:
+    reply = cluster.nodes[via].request("GET", "/v1/nodes")
+    assert reply.status_code == 200, reply.text
+    return next(n for n in reply.json()["nodes"] if n["nodeId"] == node_id)
+
+
+def test_a_second_node_under_a_live_nodes_id_refuses_to_start_and_a_killed_one_restarts(cluster, tmp_path):
+    before = node_row(cluster, "n0", via=1)
+    assert before["live"] and before["instanceId"], before
+    # Same ID, same database, its own ports (as two nodes on one host that both default to the
+    # host name): it must exit non-zero naming the live node's address, having written nothing.
+    twin = ChorusServer(cluster.nodes[0].binary, cluster.nodes[0].db_path, tmp_path / "twin.log", http_port=free_port(),
+                        extra_args=["--node-id", "n0", "--advertise-url", "http://127.0.0.1:1", "--drain-seconds", "3"])
+    refused = subprocess.run(twin.command(), env=twin.environment(), capture_output=True, text=True, timeout=60,
+                             stdin=subprocess.DEVNULL)
+    said = refused.stdout + refused.stderr
+    assert refused.returncode != 0, said
+    assert "node ID \"n0\" is held by a live node at " + cluster.nodes[0].base_url in said, said
+    assert "--node-id" in said, said
+    # The first carries on: the same run, still beating, still taking rooms.
+    time.sleep(2.5)
+    after = node_row(cluster, "n0", via=1)
+    assert after["instanceId"] == before["instanceId"] and after["advertiseUrl"] == cluster.nodes[0].base_url, after
+    beat = datetime.fromisoformat(after["heartbeatAt"]) - datetime.fromisoformat(before["heartbeatAt"])
+    assert after["live"] and beat.total_seconds() > 0, (before, after)
+    assert cluster.nodes[0].request("POST", "/v1/rooms", json={"roomId": "still-n0"}).status_code == 201
+    # kill -9, then the same ID again at once: its old heartbeat is its own (the process is
+    # gone), so it starts without waiting for the heartbeat to go stale.
+    cluster.nodes[0].kill()
+    restarted_at = time.monotonic()
+    cluster.nodes[0].start()
+    took = time.monotonic() - restarted_at
+    again = node_row(cluster, "n0", via=1)
+    assert again["live"] and again["instanceId"] != before["instanceId"], again
+    print(f"restarted under its own ID {took:.1f} s after kill -9")
+    assert "taking it over" in cluster.nodes[0].log_tail(20000)

@@ -91,6 +91,35 @@ struct ClusterStoreTests {
     }
 
     @Test(arguments: StorageBackend.allCases)
+    func aHeartbeatWritesOnlyOverItsOwnRunsRow(_ backend: StorageBackend) async throws {
+        let stores = try await cluster(backend)
+        let store = stores[stores.count - 1]
+        var first = node("a", at: t0)
+        first.instanceId = "run-1"
+        _ = try await store.registerNode(first)
+        // A second run registers under the same ID (it found the first silent): the first's
+        // next heartbeat writes nothing, renews nothing, and names the run that holds the row.
+        var second = node("a", at: t0.addingTimeInterval(3))
+        second.instanceId = "run-2"
+        second.advertiseUrl = "http://a-twin:8080"
+        _ = try await store.registerNode(second)
+        first.heartbeatAt = t0.addingTimeInterval(4)
+        let stale = try await store.heartbeat(first, leaseDuration: 10)
+        #expect(stale.supersededBy?.instanceId == "run-2" && stale.supersededBy?.advertiseUrl == "http://a-twin:8080")
+        #expect(stale.renewed.isEmpty && stale.closed.isEmpty)
+        let row = try #require(try await store.nodes().first { $0.nodeId == "a" })
+        #expect(row.instanceId == "run-2" && row.heartbeatAt == t0.addingTimeInterval(3))
+        second.heartbeatAt = t0.addingTimeInterval(5)
+        #expect(try await store.heartbeat(second, leaseDuration: 10).supersededBy == nil)
+        // A row from before runs existed (no instance) is anyone's to beat.
+        var legacy = node("b", at: t0.addingTimeInterval(5))
+        legacy.instanceId = "run-3"
+        #expect(try await store.heartbeat(legacy, leaseDuration: 10).supersededBy == nil)
+        #expect(try await store.nodes().first { $0.nodeId == "b" }?.instanceId == "run-3")
+        for store in stores { await store.close() }
+    }
+
+    @Test(arguments: StorageBackend.allCases)
     func drainingAndStaleNodesTakeNoPlacements(_ backend: StorageBackend) async throws {
         let stores = try await cluster(backend)
         let store = stores[0]

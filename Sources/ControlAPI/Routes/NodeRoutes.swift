@@ -16,6 +16,8 @@ struct NodeResponse: Encodable {
     var participants: Int
     var rooms: Int
     var cpuPercent: Int
+    /// The node's current run (a UUID per start); absent for rows written before runs existed.
+    var instanceId: String?
 
     init(_ node: NodeRecord, now: Date, lossAfter: TimeInterval) {
         nodeId = node.nodeId
@@ -28,6 +30,7 @@ struct NodeResponse: Encodable {
         participants = node.participants
         rooms = node.rooms
         cpuPercent = node.cpuPercent
+        instanceId = node.instanceId
     }
 }
 
