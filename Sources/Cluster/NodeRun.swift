@@ -1,4 +1,5 @@
 import Foundation
+import Storage
 
 /// One start of a node: a fresh instance ID, and where the process runs ("host boot-id pid").
 /// The heartbeat carries both, so the store can tell this run's row from a twin's (two
