@@ -23,7 +23,9 @@ from test_recording import TONES, talkers
 
 @pytest.fixture
 def forwarding_server(chorus_bin: str, tmp_path: Path):
-    yield from started(ChorusServer(chorus_bin, tmp_path / "chorus.sqlite", tmp_path / "chorus.log",
+    # Its own database: the test also takes `chorus_server` (same tmp_path), and two live
+    # servers on one database under one node ID are refused (the second does not start).
+    yield from started(ChorusServer(chorus_bin, tmp_path / "forwarding.sqlite", tmp_path / "forwarding.log",
                                     extra_args=["--webhooks-allow-private"]))
 
 
