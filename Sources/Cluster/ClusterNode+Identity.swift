@@ -9,12 +9,22 @@ import Storage
 extension ClusterNode {
     static let claimPoll: Duration = .milliseconds(250)
 
-    func waitUntilTheIdIsFree() async throws {
-        guard let held = try await heldByAnotherLiveRun() else { return }
+    /// How this run came to hold its node ID (`ClusterNode.claim`).
+    public enum IdentityClaim: Sendable, Equatable {
+        /// Nobody live held it.
+        case free
+        /// Its holder was this machine's process that no longer exists.
+        case predecessorGone
+        /// Its holder's heartbeat did not move while this run watched it.
+        case predecessorSilent
+    }
+
+    func waitUntilTheIdIsFree() async throws -> IdentityClaim {
+        guard let held = try await heldByAnotherLiveRun() else { return .free }
         if run.provesGone(held.processRef) {
             logger.info("node ID held by a run whose process is gone; taking it over",
                         metadata: ["node": "\(identity.nodeId)", "previous": "\(held.processRef ?? "")"])
-            return
+            return .predecessorGone
         }
         let polls = max(1, Int((timing.heartbeatInterval * 2.5 / 0.25).rounded(.up)))
         logger.info("node ID held by a recent heartbeat; watching whether its node is alive", metadata: [
@@ -22,13 +32,14 @@ extension ClusterNode {
         ])
         for _ in 0..<polls {
             try await Task.sleep(for: Self.claimPoll)
-            guard let now = try await heldByAnotherLiveRun() else { return }
+            guard let now = try await heldByAnotherLiveRun() else { return .free }
             if now.instanceId != held.instanceId || now.heartbeatAt != held.heartbeatAt {
                 throw NodeIdInUse(holder: now, heartbeatAge: clock().timeIntervalSince(now.heartbeatAt))
             }
         }
         logger.warning("the node ID's previous run stopped beating; taking it over",
                        metadata: ["node": "\(identity.nodeId)", "previous": "\(held.advertiseUrl)"])
+        return .predecessorSilent
     }
 
     /// The row of this node ID when a live run other than this one wrote it.

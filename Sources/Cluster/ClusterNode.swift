@@ -81,6 +81,8 @@ public actor ClusterNode {
     private var draining = false
     /// Set by a clean stop: no heartbeat may write the node "up" again afterwards.
     private var stopped = false
+    /// How this run came to hold its node ID (set by `register`).
+    public private(set) var claim: IdentityClaim?
     /// Set when another run took this node's ID over: its heartbeats write nothing any more.
     private var supersededBy: NodeRecord?
     private var inFlight: Task<Bool, Never>?
@@ -114,7 +116,7 @@ public actor ClusterNode {
     /// Writes this node's row and retires its previous incarnation (its calls end `nodeLost`).
     /// Throws `NodeIdInUse`, writing nothing, when a live run elsewhere holds the node ID.
     public func register() async throws {
-        try await waitUntilTheIdIsFree()
+        claim = try await waitUntilTheIdIsFree()
         let now = clock()
         let ended = try await store.registerNode(row(at: now, participants: 0, rooms: 0))
         lastBeat = now

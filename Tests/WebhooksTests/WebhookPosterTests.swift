@@ -71,14 +71,15 @@ struct WebhookPosterTests {
 
     @Test func aHugeResponseIsNotReadToItsEnd() async throws {
         // 100 MB announced, 64 KiB sent, and the connection held open: only a poster that stops
-        // reading after 16 KiB answers before its timeout.
+        // reading after 16 KiB answers with the status; one that reads on waits for the rest
+        // until its timeout and answers "no answer within 5 s". (No wall-clock bound here: with
+        // hundreds of tests sharing two cores, a task's resumptions queue behind theirs, and a
+        // run once took 42 s for what takes 20 ms alone.)
         let head = Array("HTTP/1.1 200 OK\r\nContent-Length: 100000000\r\n\r\n".utf8)
         let server = try await CannedHTTPServer(response: head + [UInt8](repeating: 0x61, count: 64 * 1024))
         defer { Task { await server.close() } }
-        let started = ContinuousClock.now
         #expect(try await post(Self.poster(timeout: .seconds(5)), "http://127.0.0.1:\(server.port)/")
                 == .status(200, retryAfterSeconds: nil))
-        #expect(ContinuousClock.now - started < .seconds(4))
     }
 
     @Test func aReceiverThatNeverAnswersIsGivenUpOnAtTheTimeout() async throws {
@@ -86,11 +87,11 @@ struct WebhookPosterTests {
         // Headers, then a body that never comes: the bound covers the body too.
         let stalled = try await CannedHTTPServer(response: Array("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc".utf8))
         defer { Task { await silent.close(); await stalled.close() } }
+        // The answer names the poster's own 1 s bound (not the client's 10 s default); no
+        // wall-clock bound, for the reason above.
         for server in [silent, stalled] {
-            let started = ContinuousClock.now
             let result = try await post(Self.poster(timeout: .seconds(1)), "http://127.0.0.1:\(server.port)/")
             #expect(result == .failure("no answer within 1 s"))
-            #expect(ContinuousClock.now - started < .seconds(3))
         }
     }
 
