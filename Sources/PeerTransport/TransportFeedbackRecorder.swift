@@ -73,8 +73,12 @@ public struct TransportFeedbackRecorder: Sendable {
             guard tags[slot] == unwrapped else { continue }
             let sequenceNumber = UInt16(truncatingIfNeeded: unwrapped)
             if writer?.add(sequenceNumber: sequenceNumber, arrivalMicroseconds: arrivals[slot]) != true {
+                // Each message starts where the last left off, so the numbers lost before its
+                // first arrival are reported as lost (libwebrtc's receiver does the same).
+                let base = writer?.nextSequenceNumber ?? UInt16(truncatingIfNeeded: nextToReport)
                 if let full = writer { emit(full, senderSSRC: senderSSRC, mediaSSRC: mediaSSRC, into: &out) }
-                writer = TransportFeedbackWriter(sequenceNumber: sequenceNumber, arrivalMicroseconds: arrivals[slot])
+                writer = TransportFeedbackWriter(baseSequenceNumber: base, firstReceived: sequenceNumber,
+                                                 arrivalMicroseconds: arrivals[slot])
             }
         }
         if let last = writer { emit(last, senderSSRC: senderSSRC, mediaSSRC: mediaSSRC, into: &out) }

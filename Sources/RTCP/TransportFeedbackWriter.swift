@@ -32,12 +32,23 @@ public struct TransportFeedbackWriter: Sendable {
 
     /// A message whose first status is `sequenceNumber`, received at `arrivalMicroseconds`.
     public init(sequenceNumber: UInt16, arrivalMicroseconds: Int64) {
-        baseSequenceNumber = sequenceNumber
+        self.init(baseSequenceNumber: sequenceNumber, firstReceived: sequenceNumber, arrivalMicroseconds: arrivalMicroseconds)
+    }
+
+    /// A message from `baseSequenceNumber`, whose first received packet is `firstReceived`
+    /// at `arrivalMicroseconds`: the numbers before it are reported as not received (as
+    /// libwebrtc's receiver starts each feedback at the first number it has not reported, so
+    /// that a loss just after the last feedback is reported too). A base more than
+    /// `maximumStatusCount - 1` before `firstReceived` is moved up to it.
+    public init(baseSequenceNumber: UInt16, firstReceived: UInt16, arrivalMicroseconds: Int64) {
+        let lead = Int(firstReceived &- baseSequenceNumber)
+        let base = lead < Self.maximumStatusCount ? baseSequenceNumber : firstReceived
+        self.baseSequenceNumber = base
         let ticks = Self.floorDivide(arrivalMicroseconds, TransportFeedback.referenceTimeTickMicroseconds)
         // The field is 24 bits and wraps (every 12.4 days of uptime); receivers unwrap it.
         referenceTime = Int32(truncatingIfNeeded: (ticks << 40) >> 40)
         lastArrival = ticks * TransportFeedback.referenceTimeTickMicroseconds
-        _ = add(sequenceNumber: sequenceNumber, arrivalMicroseconds: arrivalMicroseconds)
+        _ = add(sequenceNumber: firstReceived, arrivalMicroseconds: arrivalMicroseconds)
     }
 
     /// How many sequence numbers the message reports.

@@ -50,6 +50,29 @@ struct TransportFeedbackRecorderTests {
         #expect(try reported(messages).map(\.sequenceNumber) == (0..<600).map { UInt16($0) })
     }
 
+    /// A packet lost right after a feedback went out is reported lost in the next one (the
+    /// message starts at the first number not yet reported, as libwebrtc's receiver does), and
+    /// so is one lost between two messages of one round.
+    @Test func aLossRightAfterAFeedbackIsReported() throws {
+        var recorder = TransportFeedbackRecorder()
+        recorder.record(0, at: Self.at(0))
+        recorder.record(1, at: Self.at(20))
+        #expect(try reported(recorder.feedback(senderSSRC: SSRC(1), mediaSSRC: SSRC(2), now: Self.at(100))).count == 2)
+        // 2 is lost; 3 and 4 arrive.
+        recorder.record(3, at: Self.at(120))
+        recorder.record(4, at: Self.at(140))
+        let next = try reported(recorder.feedback(senderSSRC: SSRC(1), mediaSSRC: SSRC(2), now: Self.at(200)))
+        #expect(next.map(\.sequenceNumber) == [2, 3, 4])
+        #expect(next.map(\.isReceived) == [false, true, true])
+        // 600 packets with every 100th lost: three messages, and the losses at their seams too.
+        for sequence in 5..<605 where sequence % 100 != 0 {
+            recorder.record(UInt16(sequence), at: .microseconds(200_000 + UInt64(sequence) * 100))
+        }
+        let many = try reported(recorder.feedback(senderSSRC: SSRC(1), mediaSSRC: SSRC(2), now: Self.at(400)))
+        #expect(many.map(\.sequenceNumber) == (5..<605).map { UInt16($0) })
+        #expect(many.filter { !$0.isReceived }.map(\.sequenceNumber) == [100, 200, 300, 400, 500, 600])
+    }
+
     /// A peer that jumps its sequence numbers far ahead cannot make a report longer than the
     /// ring: what fell out is not reported.
     @Test func aJumpAheadReportsAtMostTheWindow() throws {
