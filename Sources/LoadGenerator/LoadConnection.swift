@@ -2,6 +2,7 @@ import ChorusCore
 import DTLS
 import ICELite
 import PeerTransport
+import RTP
 
 /// One simulated participant's connection to the server: the client side of ICE, DTLS, SRTP
 /// and RTCP feedback (PeerTransport's `ClientTransport`, the one the tests' `ClientPeer` uses
@@ -29,6 +30,11 @@ struct LoadConnection {
     private(set) var errors: [String] = []
     /// What the transport emitted in the current step, sent by `flush` (kept, not reallocated).
     private var transmits: [Transmit] = []
+    /// For a listener that needs only headers (not a probe): one RTP packet in this many goes
+    /// through SRTP (authenticated and decrypted); the others are taken on their clear header
+    /// (`ClientTransport.receiveClearHeader`). 1: every packet through SRTP.
+    var authenticateOneIn = 1
+    private var sinceAuthenticated = 0
 
     init(dtlsContext: DTLSContext) {
         self.dtlsContext = dtlsContext
@@ -81,6 +87,20 @@ struct LoadConnection {
             handle(event, now: now)
             return nil
         }
+    }
+
+    /// The header of an RTP packet taken without SRTP, or nil when this one must go through
+    /// `receive`: every packet before the call is established, and one in
+    /// `authenticateOneIn` after, so that a forged or corrupted stream still shows (as dropped
+    /// packets, `packetsDropped`) and the SRTP context keeps up with the sequence numbers.
+    mutating func receiveHeader(_ datagram: [UInt8], now: MediaTime) -> RTPHeader? {
+        guard authenticateOneIn > 1, phase == .established, let transport else { return nil }
+        sinceAuthenticated += 1
+        guard sinceAuthenticated < authenticateOneIn else {
+            sinceAuthenticated = 0
+            return nil
+        }
+        return transport.receiveClearHeader(datagram, from: transport.remote, now: now)
     }
 
     private mutating func handle(_ event: TransportEvent, now: MediaTime) {

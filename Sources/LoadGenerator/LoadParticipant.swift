@@ -160,6 +160,10 @@ final class LoadParticipant: @unchecked Sendable {
     /// (RTCP: keyframe requests); a newly established call wakes the sources at once.
     func receive(_ datagram: consuming [UInt8], now: MediaTime) {
         loop?.preconditionInEventLoop()
+        if let header = connection.receiveHeader(datagram, now: now) {
+            statistics.record(header, now: now)
+            return
+        }
         let wasEstablished = connection.phase == .established
         switch connection.receive(datagram, now: now) {
         case .rtp(let rtp)?: statistics.record(rtp, now: now)

@@ -39,9 +39,10 @@ extension LoadRunner {
                 let participant = LoadParticipant(
                     room: room, userId: "load-\(runID)-r\(room)-p\(position)", audio: kind, timeline: timelines[room],
                     isBurstTalker: position == 0 && configuration.talkers > 0,
-                    isProbe: position >= configuration.talkers && position < configuration.talkers + configuration.probesPerRoom,
+                    isProbe: configuration.isProbe(room: room, position: position),
                     dtlsContext: context, video: camera, slots: configuration.slots)
                 participant.dtxMode = configuration.dtx
+                if !participant.statistics.isProbe { participant.connection.authenticateOneIn = configuration.srtpSample }
                 participant.offersTransportCC = configuration.transportCC
                 let talks = position < configuration.talkers
                 participant.expectsAudio = configuration.talkers > (talks ? 1 : 0)

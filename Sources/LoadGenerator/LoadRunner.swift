@@ -23,6 +23,12 @@ public struct LoadConfiguration: Sendable {
     public var slots = 2
     /// Probe listeners per room that decode the mix to time onsets (decoding costs ~26 µs a frame).
     public var probesPerRoom = 2
+    /// Probe listeners in the whole run, in rooms spread evenly over it (`probeRoomStride`):
+    /// at 200 rooms of 10, two in every room were 400 Opus decoders, most of the generator's CPU.
+    public var maximumProbes = 40
+    /// A listener that is not a probe sends one RTP packet in this many through SRTP and takes
+    /// the rest on their clear header (`LoadConnection.receiveHeader`); 1: every packet.
+    public var srtpSample = 16
     /// The server's pid for CPU and memory; found by command line when nil and local.
     public var serverPID: Int32?
     public var progress: Bool = true
@@ -59,6 +65,20 @@ public struct LoadConfiguration: Sendable {
         self.rampUpPerSecond = rampUpPerSecond
         self.output = output
         self.target = target
+    }
+}
+
+extension LoadConfiguration {
+    /// Rooms with probes are every this many: rooms × probes a room / this ≤ `maximumProbes`.
+    var probeRoomStride: Int {
+        let wanted = rooms * probesPerRoom
+        guard maximumProbes > 0, probesPerRoom > 0 else { return .max }
+        return max(1, (wanted + maximumProbes - 1) / maximumProbes)
+    }
+
+    /// Whether the participant at `position` of `room` is a probe listener.
+    func isProbe(room: Int, position: Int) -> Bool {
+        maximumProbes > 0 && room % probeRoomStride == 0 && position >= talkers && position < talkers + probesPerRoom
     }
 }
 

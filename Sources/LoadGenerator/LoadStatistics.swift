@@ -34,13 +34,20 @@ struct LoadStatistics {
 
     /// One decrypted RTP packet from the server, received at `now`.
     mutating func record(_ rtp: RTPPacket, now: MediaTime) {
-        let header = rtp.header
-        if ignoresRTX, header.payloadType.rawValue == LoadSDP.rtxPayloadType { return }
+        if record(rtp.header, now: now) { probe?.heard(rtp.payload, timestamp: rtp.header.timestamp, now: now) }
+    }
+
+    /// One RTP packet's header, received at `now`: everything but the probe's listening needs
+    /// no more (a plain listener's packets arrive here undecrypted, `LoadConnection.receiveHeader`).
+    /// True when it was the mix's audio.
+    @discardableResult
+    mutating func record(_ header: RTPHeader, now: MediaTime) -> Bool {
+        if ignoresRTX, header.payloadType.rawValue == LoadSDP.rtxPayloadType { return false }
         if header.payloadType.rawValue == videoPayloadType {
             videoStreams[header.ssrc.rawValue, default: ReceivedStream(clockRate: 90_000)]
                 .received(sequenceNumber: header.sequenceNumber, timestamp: header.timestamp, arrival: now)
             if header.marker { videoFramesReceived += 1 }
-            return
+            return false
         }
         audioStreams[header.ssrc.rawValue, default: ReceivedStream(clockRate: 48_000)]
             .received(sequenceNumber: header.sequenceNumber, timestamp: header.timestamp, arrival: now)
@@ -48,7 +55,7 @@ struct LoadStatistics {
             windowRates[header.ssrc.rawValue, default: WindowRate()]
                 .received(timestamp: header.timestamp, marker: header.marker, at: now)
         }
-        probe?.heard(rtp.payload, timestamp: header.timestamp, now: now)
+        return true
     }
 
     /// Audio reception of the last interval (for the per-second samples), summed over streams.

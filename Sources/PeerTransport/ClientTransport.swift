@@ -206,6 +206,13 @@ public final class ClientTransport {
 
     private func rtpArrived(_ packet: [UInt8], size: Int, now: MediaTime) -> Result<TransportEvent?, TransportDropReason> {
         guard let rtp = try? RTPPacket(parsing: packet) else { return drop(.malformed) }
+        recordArrival(rtp, size: size, now: now)
+        return .success(.rtp(rtp))
+    }
+
+    /// A received RTP packet's bookkeeping: counters, the receiver reports' statistics, and its
+    /// transport-wide sequence number for transport-cc feedback (all from the header).
+    func recordArrival(_ rtp: RTPPacket, size: Int, now: MediaTime) {
         counters.packetsReceived &+= 1
         counters.bytesReceived &+= UInt64(size)
         let header = rtp.header
@@ -219,7 +226,6 @@ public final class ClientTransport {
             lastMediaSSRC = header.ssrc
             transportFeedback?.record(value.uint16(at: 0), at: now)
         }
-        return .success(.rtp(rtp))
     }
 
     private func rtcpArrived(_ packet: [UInt8], now: MediaTime) -> Result<TransportEvent?, TransportDropReason> {

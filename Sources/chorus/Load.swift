@@ -41,6 +41,10 @@ struct Load: AsyncParsableCommand {
     var dtx: String = "negotiated"
     @Option(help: "per-participant: a UDP socket per participant (default); shared: a socket per 64 participants, each participant on a loopback address of its own (127.a.b.c), read 64 datagrams a call. A server on loopback only.")
     var sockets: String = "per-participant"
+    @Option(help: "Probe listeners in the whole run (they decode the mix to time the burst onsets): at most 2 a room, in rooms spread evenly over the run.")
+    var probes: Int = 40
+    @Option(help: "A listener that is not a probe authenticates and decrypts one RTP packet in this many and takes the others on their clear header (1: every packet through SRTP).")
+    var srtpSample: Int = 16
     @Option(help: "Event loops (threads) the simulated participants are spread over; default one per core.")
     var eventLoops: Int?
     @Option(help: "With --target janus: AudioBridge prebuffering in 20 ms packets (Janus's default 6; 2 matches Chorus's 40 ms jitter-buffer start).")
@@ -91,6 +95,8 @@ struct Load: AsyncParsableCommand {
         configuration.tcp = tcp
         configuration.sharedSockets = sockets == "shared"
         configuration.janusPrebufferPackets = janusPrebuffer
+        configuration.maximumProbes = max(0, probes)
+        configuration.srtpSample = max(1, srtpSample)
         if let eventLoops { configuration.eventLoops = eventLoops }
         configuration.bars.maxLossPercent = maxLossPercent
         configuration.bars.maxLatencyP95Ms = maxLatencyP95Ms

@@ -194,6 +194,79 @@ struct LoadParticipantCallTests {
     }
 }
 
+/// A listener that is not a probe reads its packets' clear headers and sends one in N through
+/// SRTP: the same loss and transport-cc feedback as decrypting everything, and a forged packet
+/// still shows when it is the one sampled.
+@Suite("Load generator: plain listeners read clear headers")
+struct LoadClearHeaderTests {
+    static func mix(_ call: LoadCallHarness, count: Int, from first: UInt16) {
+        for sequence in first..<(first + UInt16(count)) {
+            call.sendMix(sequence: sequence)
+            call.exchange()
+            call.run(milliseconds: 20)
+        }
+    }
+
+    @Test func lossAndFeedbackAreTheSameAndASampleIsAuthenticated() throws {
+        let participant = try LoadParticipantCallTests.participant(.silence)
+        participant.connection.authenticateOneIn = 4
+        let call = try LoadCallHarness(participant, transportCC: true)
+        call.run(milliseconds: 200)
+        #expect(participant.connection.phase == .established)
+        var dropped = 0
+        call.dropToParticipant = { datagram in
+            guard PacketClass(datagram) == .rtp, datagram.count > 4, datagram[3] % 10 == 5 else { return false }
+            dropped += 1
+            return true
+        }
+        Self.mix(call, count: 100, from: 1)
+        let transport = try #require(participant.connection.transport)
+        let mix = try #require(participant.statistics.audioStreams[0xABCD])
+        #expect(mix.expected == 100 && mix.lost == dropped && dropped == 10, "\(mix.lost) lost, \(dropped) dropped")
+        #expect(transport.counters.packetsReceived == 90 && transport.counters.packetsDropped == 0)
+        let reports = call.serverRTCP.compactMap { if case .transportFeedback(let feedback) = $0 { feedback } else { nil } }
+        let reported = reports.flatMap(\.packets)
+        #expect(reported.filter(\.isReceived).count == 90 && reported.filter { !$0.isReceived }.count == 10,
+                "\(reported.count) reported, \(reports.count) reports")
+        // Four forged packets in a row (the tag broken): exactly one goes through SRTP and is
+        // dropped; the other three are taken on their headers.
+        call.dropToParticipant = { _ in false }
+        for sequence in UInt16(101)...104 {
+            call.sendMix(sequence: sequence)
+            let out = call.serverTransmits
+            call.serverTransmits.removeAll()
+            for transmit in out {
+                var forged = transmit.datagram
+                forged[forged.count - 1] ^= 0xFF
+                participant.receive(forged, now: call.now)
+            }
+        }
+        #expect(transport.counters.packetsDropped == 1)
+        #expect(transport.counters.packetsReceived == 93)
+    }
+
+    @Test func probesDecodeEverythingAndAreSpreadOverTheRooms() throws {
+        var configuration = LoadConfiguration(url: "http://127.0.0.1:1", appKey: "k", appSecret: "s", rooms: 200,
+                                              participants: 10, talkers: 1, durationSeconds: 1, rampUpPerSecond: 1,
+                                              output: URL(fileURLWithPath: "/tmp"), target: "chorus")
+        func probes() -> [Int] {
+            (0..<configuration.rooms).flatMap { room in
+                (0..<configuration.participants).filter { configuration.isProbe(room: room, position: $0) }.map { _ in room }
+            }
+        }
+        #expect(probes().count == 40 && Set(probes()).count == 20 && probes().max() == 190)
+        configuration.rooms = 1
+        configuration.participants = 3_000
+        configuration.talkers = 3
+        #expect(probes().count == 2 && configuration.isProbe(room: 0, position: 3) && !configuration.isProbe(room: 0, position: 2))
+        configuration.rooms = 30
+        configuration.participants = 10
+        #expect(probes().count == 30)
+        configuration.maximumProbes = 0
+        #expect(probes().isEmpty)
+    }
+}
+
 /// The traffic sources alone: what they write must parse as what a browser sends.
 @Suite("Load generator: traffic sources")
 struct LoadSourceTests {
